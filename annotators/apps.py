@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class AnnotatorsConfig(AppConfig):
+    name = "annotators"
+    verbose_name = "Annotators"

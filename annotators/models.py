@@ -1,0 +1,136 @@
+"""Raters: profile and state, consent, probation rounds, disputes, and admin actions."""
+
+from django.conf import settings
+from django.db import models
+
+
+class RaterState(models.TextChoices):
+    TUTORIAL = "tutorial", "Tutorial"
+    PROBATION = "probation", "Probation"
+    GAME = "game", "Game"
+    SUSPENDED = "suspended", "Suspended"
+
+
+class RaterProfile(models.Model):
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="rater")
+    state = models.CharField(max_length=10, choices=RaterState.choices, default=RaterState.TUTORIAL)
+    # Where a suspended rater goes back to when reinstated.
+    state_before_suspension = models.CharField(max_length=10, choices=RaterState.choices, blank=True)
+    consent_at = models.DateTimeField(null=True, blank=True)
+    display_name = models.CharField(max_length=40, blank=True)
+    on_leaderboard = models.BooleanField(default=True)
+    tutorial_score = models.SmallIntegerField(null=True, blank=True, help_text="Out of 20; the training score.")
+    tutorial_completed_at = models.DateTimeField(null=True, blank=True)
+    game_score = models.IntegerField(default=0)
+    # Qualification window (SPEC section 2.3): the first 20 game ratings after each entry.
+    game_entered_at = models.DateTimeField(null=True, blank=True)
+    window_count = models.PositiveSmallIntegerField(default=0)
+    window_points = models.SmallIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.state})"
+
+
+class ProbationRound(models.Model):
+    profile = models.ForeignKey(RaterProfile, on_delete=models.CASCADE, related_name="probation_rounds")
+    number = models.PositiveSmallIntegerField()
+    pair_order = models.JSONField(default=list, help_text="Pair ids in the order served this round.")
+    score = models.SmallIntegerField(default=0)
+    rated = models.PositiveSmallIntegerField(default=0)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    passed = models.BooleanField(null=True)
+
+    class Meta:
+        ordering = ["profile", "number"]
+        constraints = [models.UniqueConstraint(fields=["profile", "number"], name="probation_round_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.profile} probation round {self.number}"
+
+
+class DisputeStatus(models.TextChoices):
+    OPEN = "open", "Open"
+    ACCEPTED = "accepted", "Accepted"
+    REJECTED = "rejected", "Rejected"
+
+
+class Dispute(models.Model):
+    """A rater's 'dispute this score' comment on a game rating, for admins to resolve."""
+
+    rating = models.ForeignKey("ratinggame.Rating", on_delete=models.CASCADE, related_name="disputes")
+    comment = models.TextField()
+    status = models.CharField(max_length=10, choices=DisputeStatus.choices, default=DisputeStatus.OPEN)
+    created_at = models.DateTimeField(auto_now_add=True)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolution_note = models.TextField(blank=True)
+    points_restored = models.SmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"dispute on rating {self.rating_id} ({self.status})"
+
+
+class RaterAction(models.Model):
+    """Audit log of what staff did to a rater, by whom and why."""
+
+    rater = models.ForeignKey(RaterProfile, on_delete=models.CASCADE, related_name="actions")
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    action = models.CharField(max_length=40)
+    reason = models.TextField()
+    from_state = models.CharField(max_length=10, blank=True)
+    to_state = models.CharField(max_length=10, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.rater} ({self.created_at:%Y-%m-%d})"
+
+
+class AnalysisStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class CompetencyAnalysis(models.Model):
+    """One run of the Partial Credit Model analysis of rater competency (annotators.analysis)."""
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(max_length=10, choices=AnalysisStatus.choices, default=AnalysisStatus.PENDING)
+    error = models.TextField(blank=True)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Game ratings on record when the run was requested: the periodic check compares the
+    # current count with it (RATINGGAME_COMPETENCY_EVERY).
+    game_ratings_count = models.PositiveIntegerField(default=0)
+    n_raters = models.PositiveIntegerField(default=0)
+    n_items = models.PositiveIntegerField(default=0)
+    n_responses = models.PositiveIntegerField(default=0)
+    abilities = models.JSONField(default=dict, blank=True, help_text="{rater profile id: [ability, se]} in logits.")
+    regression = models.JSONField(default=dict, blank=True, help_text="Latent regression of tutorial score.")
+    details = models.JSONField(default=dict, blank=True, help_text="Items used, convergence, extreme scores.")
+    wright_map_svg = models.TextField(blank=True)
+    duration_seconds = models.FloatField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "competency analyses"
+
+    def __str__(self) -> str:
+        return f"competency analysis {self.pk} ({self.status})"

@@ -1,0 +1,137 @@
+"""Writes and reads of the rater's life outside the rating screens: sign-up, disputes, profile,
+leaderboard and personal statistics. The rating screens' services are in ratinggame.game.
+"""
+
+from datetime import timedelta
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import F, Sum
+from django.utils import timezone
+
+from annotators import journey
+from annotators.models import Dispute, DisputeStatus, RaterProfile
+from annotators.roles import ANNOTATOR, ensure_roles
+from ratinggame.game import level_for, next_level_at
+from ratinggame.models import Rating, Stage
+
+DISPLAY_NAME_MAX_CHARS = 40
+DISPUTE_MAX_CHARS = 2000
+ANONYMOUS_NAME = "Anonymous rater"
+LEADERBOARD_PERIODS = {"all": None, "week": timedelta(days=7)}
+
+
+def rater_signup(*, username: str, password: str, email: str = "") -> AbstractBaseUser:
+    """A new annotator: the user, the annotator role and a rater profile (tutorial, no consent yet).
+
+    Raises ValidationError for a taken username or a password Django's validators refuse.
+    """
+    user_model = get_user_model()
+    candidate = user_model(username=username, email=email)
+    validate_password(password, user=candidate)
+    with transaction.atomic():
+        if user_model.objects.filter(username__iexact=username).exists():
+            raise ValidationError("This username is taken.", code="username_taken")
+        user = user_model.objects.create_user(username=username, email=email, password=password)
+        user.groups.add(ensure_roles()[ANNOTATOR])
+        RaterProfile.objects.create(user=user)
+    return user
+
+
+def dispute_file(*, rater: AbstractBaseUser, rating_id: int, comment: str) -> Dispute:
+    """A 'dispute this score' comment on one of the rater's own game ratings, for an admin.
+
+    Raises Rating.DoesNotExist for a rating that is not the rater's (existence is not told),
+    ValidationError for an empty or over-long comment, a non-game rating, or a second open
+    dispute on the same rating.
+    """
+    comment = comment.strip()
+    if not comment:
+        raise ValidationError("Write a short reason.", code="empty")
+    if len(comment) > DISPUTE_MAX_CHARS:
+        raise ValidationError(f"Keep it under {DISPUTE_MAX_CHARS} characters.", code="too_long")
+    rating = Rating.objects.get(pk=rating_id, rater=rater)
+    if rating.stage != Stage.GAME:
+        raise ValidationError("Only game scores can be disputed.", code="not_game")
+    if Dispute.objects.filter(rating=rating, status=DisputeStatus.OPEN).exists():
+        raise ValidationError("This score is already disputed; an admin will look at it.", code="duplicate")
+    return Dispute.objects.create(rating=rating, comment=comment)
+
+
+def profile_update(*, user: AbstractBaseUser, display_name: str, on_leaderboard: bool) -> RaterProfile:
+    """The rater's leaderboard settings. Raises ValidationError for a name over 40 characters."""
+    display_name = display_name.strip()
+    if len(display_name) > DISPLAY_NAME_MAX_CHARS:
+        raise ValidationError(f"Up to {DISPLAY_NAME_MAX_CHARS} characters.", code="too_long")
+    profile = journey.profile_for(user)
+    profile.display_name = display_name
+    profile.on_leaderboard = on_leaderboard
+    profile.save(update_fields=["display_name", "on_leaderboard"])
+    return profile
+
+
+def leaderboard(period: str = "all", limit: int = 20) -> list[dict]:
+    """Top raters who chose to be shown: ``[{"rank", "name", "points", "level"}, ...]``.
+
+    "all": the game score (reset when a qualification window fails). "week": points of the
+    counted game ratings submitted in the last 7 days.
+    """
+    if period not in LEADERBOARD_PERIODS:
+        raise ValueError(f"period must be one of {sorted(LEADERBOARD_PERIODS)}, not {period!r}")
+    shown = RaterProfile.objects.filter(on_leaderboard=True)
+    if period == "all":
+        rows = list(
+            shown.filter(game_score__gt=0)
+            .order_by("-game_score", "id")
+            .values_list("display_name", "game_score")[:limit]
+        )
+    else:
+        since = timezone.now() - LEADERBOARD_PERIODS[period]
+        rows = list(
+            shown.filter(
+                user__ratings__stage=Stage.GAME,
+                user__ratings__excluded=False,
+                user__ratings__submitted_at__gte=since,
+            )
+            .annotate(points=Sum("user__ratings__points"))
+            .filter(points__gt=0)
+            .order_by("-points", "id")
+            .values_list("display_name", "points")[:limit]
+        )
+    return [
+        {"rank": rank, "name": name or ANONYMOUS_NAME, "points": points, "level": level_for(points)}
+        for rank, (name, points) in enumerate(rows, start=1)
+    ]
+
+
+def personal_stats(user: AbstractBaseUser) -> dict:
+    """The rater's game record.
+
+    ``ratings``: game ratings counted (not excluded); ``exact_agreement``: share of them equal
+    to the consensus shown at the time (None before any rating with a consensus);
+    ``streak``: consecutive latest game ratings that scored 0 or more; ``score``, ``level``,
+    ``next_level_at`` (None at the top level).
+    """
+    profile = journey.profile_for(user)
+    ratings = Rating.objects.filter(rater=user, stage=Stage.GAME, excluded=False)
+    count = ratings.count()
+    with_reference = ratings.filter(reference__isnull=False)
+    judged = with_reference.count()
+    exact = with_reference.filter(value=F("reference")).count()
+    streak = 0
+    # Walk back from the latest rating until the first negative score: bounded by the streak.
+    for points in ratings.order_by("-id").values_list("points", flat=True).iterator(chunk_size=200):
+        if points < 0:
+            break
+        streak += 1
+    return {
+        "ratings": count,
+        "exact_agreement": exact / judged if judged else None,
+        "streak": streak,
+        "score": profile.game_score,
+        "level": level_for(profile.game_score),
+        "next_level_at": next_level_at(profile.game_score),
+    }

@@ -1,0 +1,15 @@
+from django.urls import path
+
+from annotators import views
+
+app_name = "annotators"
+
+urlpatterns = [
+    path("accounts/signup/", views.signup, name="signup"),
+    path("play/", views.play, name="play"),
+    path("play/consent/", views.consent, name="consent"),
+    path("play/introduction/", views.intro, name="intro"),
+    path("play/suspended/", views.suspended, name="suspended"),
+    path("leaderboard/", views.leaderboard, name="leaderboard"),
+    path("me/", views.me, name="me"),
+]

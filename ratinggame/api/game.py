@@ -1,0 +1,248 @@
+"""The game for annotators, over JSON: the same services as the HTML pages (ratinggame.game and
+annotators.journey), so a script can play the whole journey.
+
+``GET step`` says where the rater is (consent, tutorial, probation, game, suspended) and how
+far along; ``POST consent`` records consent; ``POST next`` serves the rater's next pair, or the
+one already open (reload-safe); ``POST submit`` with ``{"assignment_id", "value": 1..5}`` stores
+the rating and answers its feedback; ``GET feedback/{assignment_id}`` shows it again.
+
+Times are the server's: anything else in a body (a client's idea of the served time, say) is
+ignored, and a rating is accepted from ``min_submit_at`` on. Nothing served before rating
+tells the rater another rating, the pair's consensus, its expert rating or a model prime.
+"""
+
+import dataclasses
+
+from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotators import journey, services
+from annotators.journey import Step
+from ratinggame import game
+from ratinggame.api.errors import ErrorSerializer, error_response
+from ratinggame.api.permissions import IsAnnotator
+from ratinggame.models import Stage
+
+TAG = "game"
+
+
+# --- Answers ----------------------------------------------------------------------------------
+
+
+class ServedSerializer(serializers.Serializer):
+    """A pair served to the rater. Only what the rater may see before rating it."""
+
+    assignment_id = serializers.IntegerField()
+    pair_id = serializers.IntegerField()
+    stage = serializers.ChoiceField(choices=Stage.choices)
+    image_url = serializers.CharField(help_text="Relative to the site, e.g. /media/images/ab/ab12....png")
+    image_width = serializers.IntegerField()
+    image_height = serializers.IntegerField()
+    caption = serializers.CharField()
+    served_at = serializers.DateTimeField()
+    min_submit_at = serializers.DateTimeField(help_text="The server accepts the rating from this time on.")
+    expires_at = serializers.DateTimeField()
+    position = serializers.IntegerField(allow_null=True, help_text="1-based place in the tutorial or round.")
+    total = serializers.IntegerField(allow_null=True, help_text="Pairs in the tutorial or round; null in the game.")
+
+
+class NoneLeftSerializer(serializers.Serializer):
+    """Nothing is left for this rater to rate right now."""
+
+    code = serializers.ChoiceField(choices=["none_left"])
+    message = serializers.CharField()
+
+
+class WindowSerializer(serializers.Serializer):
+    """The qualification window: the first ``size`` game ratings after entering the game need ``needed`` points."""
+
+    count = serializers.IntegerField()
+    points = serializers.IntegerField()
+    size = serializers.IntegerField()
+    needed = serializers.IntegerField()
+
+
+class FeedbackSerializer(serializers.Serializer):
+    """What the rater sees after rating: the points and the reference they were scored against."""
+
+    assignment_id = serializers.IntegerField()
+    pair_id = serializers.IntegerField()
+    stage = serializers.ChoiceField(choices=Stage.choices)
+    value = serializers.IntegerField()
+    points = serializers.IntegerField()
+    reference = serializers.IntegerField(
+        allow_null=True,
+        help_text="The expert rating (tutorial, probation) or the consensus before this rating (game); "
+        "null for the first rater of a pair.",
+    )
+    explanation = serializers.CharField(allow_blank=True)
+    first_rater = serializers.BooleanField()
+    stage_total = serializers.IntegerField()
+    stage_max = serializers.IntegerField(allow_null=True)
+    window = WindowSerializer(allow_null=True)
+    transition = serializers.CharField(allow_null=True)
+    level = serializers.IntegerField()
+    rating_id = serializers.IntegerField()
+
+
+class TutorialProgressSerializer(serializers.Serializer):
+    done = serializers.IntegerField()
+    total = serializers.IntegerField()
+    score = serializers.IntegerField()
+    max_score = serializers.IntegerField()
+    pass_mark = serializers.IntegerField()
+
+
+class ProbationProgressSerializer(TutorialProgressSerializer):
+    round = serializers.IntegerField()
+
+
+class GameProgressSerializer(serializers.Serializer):
+    score = serializers.IntegerField()
+    level = serializers.IntegerField()
+    next_level_at = serializers.IntegerField(allow_null=True)
+    ratings = serializers.IntegerField()
+    exact_agreement = serializers.FloatField(allow_null=True)
+    streak = serializers.IntegerField()
+    window = WindowSerializer()
+
+
+class StepSerializer(serializers.Serializer):
+    """Where the rater is; the progress of that step (the others are null)."""
+
+    step = serializers.ChoiceField(choices=Step.choices)
+    tutorial = TutorialProgressSerializer(allow_null=True)
+    probation = ProbationProgressSerializer(allow_null=True)
+    game = GameProgressSerializer(allow_null=True)
+
+
+def step_data(user) -> dict:
+    step = journey.current_step(user)
+    data = {"step": step.value, "tutorial": None, "probation": None, "game": None}
+    if step == Step.TUTORIAL:
+        done, total, score = journey.tutorial_progress(user)
+        data["tutorial"] = {
+            "done": done,
+            "total": total,
+            "score": score,
+            "max_score": 2 * total,
+            "pass_mark": journey.tutorial_pass_mark(total),
+        }
+    elif step == Step.PROBATION:
+        number, done, total, score = journey.probation_progress(user)
+        data["probation"] = {
+            "round": number,
+            "done": done,
+            "total": total,
+            "score": score,
+            "max_score": 2 * total,
+            "pass_mark": journey.probation_pass_mark(total),
+        }
+    elif step == Step.GAME:
+        profile = journey.profile_for(user)
+        stats = services.personal_stats(user)
+        window = game.Window(count=profile.window_count, points=profile.window_points)
+        data["game"] = {**stats, "window": dataclasses.asdict(window)}
+    return data
+
+
+# --- Requests ---------------------------------------------------------------------------------
+
+
+class ConsentSerializer(serializers.Serializer):
+    agree = serializers.BooleanField(
+        help_text="true: I agree that my ratings are stored and published as part of a research dataset."
+    )
+
+    def validate_agree(self, value: bool) -> bool:
+        if value is not True:
+            raise serializers.ValidationError("Agree to the consent form (agree: true) before you start.")
+        return value
+
+
+class SubmitSerializer(serializers.Serializer):
+    """Only these two fields are read; the value is checked by the game (a whole number 1..5)."""
+
+    assignment_id = serializers.IntegerField()
+    value = serializers.IntegerField(min_value=1, max_value=5)
+
+
+# --- Views ------------------------------------------------------------------------------------
+
+
+class GameView(APIView):
+    permission_classes = [IsAnnotator]
+
+
+class StepView(GameView):
+    @extend_schema(tags=[TAG], responses={200: StepSerializer, 401: ErrorSerializer, 403: ErrorSerializer})
+    def get(self, request: Request) -> Response:
+        return Response(StepSerializer(step_data(request.user)).data)
+
+
+class ConsentView(GameView):
+    @extend_schema(
+        tags=[TAG],
+        request=ConsentSerializer,
+        responses={200: StepSerializer, 400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer},
+    )
+    def post(self, request: Request) -> Response:
+        ConsentSerializer(data=request.data).is_valid(raise_exception=True)
+        journey.consent_give(user=request.user)
+        return Response(StepSerializer(step_data(request.user)).data)
+
+
+class NextPairView(GameView):
+    @extend_schema(
+        tags=[TAG],
+        request=None,
+        responses={
+            200: PolymorphicProxySerializer(
+                component_name="NextPair",
+                serializers=[ServedSerializer, NoneLeftSerializer],
+                resource_type_field_name=None,
+            ),
+            401: ErrorSerializer,
+            403: OpenApiResponse(ErrorSerializer, description="no_consent, suspended, or not an annotator"),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        served = game.pair_serve(rater=request.user)
+        if served is None:
+            return Response({"code": "none_left", "message": "No pair is left for you to rate right now."})
+        return Response(ServedSerializer(served).data)
+
+
+class SubmitRatingView(GameView):
+    @extend_schema(
+        tags=[TAG],
+        request=SubmitSerializer,
+        responses={
+            200: FeedbackSerializer,
+            400: OpenApiResponse(ErrorSerializer, description="invalid_value, too_early, expired"),
+            401: ErrorSerializer,
+            403: OpenApiResponse(ErrorSerializer, description="not_yours, wrong_stage, suspended, no_consent"),
+            404: ErrorSerializer,
+        },
+    )
+    def post(self, request: Request) -> Response:
+        data = request.data if isinstance(request.data, dict) else {}
+        assignment_id = data.get("assignment_id")
+        if isinstance(assignment_id, bool) or not isinstance(assignment_id, int):
+            return error_response("invalid_value", "assignment_id must be a whole number.", 400)
+        # The value goes to the game as sent: it alone decides what a rating is ("3.5", 3.0,
+        # true and "" are refused there with invalid_value, whatever a JSON parser made of them).
+        feedback = game.rating_submit(rater=request.user, assignment_id=assignment_id, value=data.get("value"))
+        return Response(FeedbackSerializer(feedback).data)
+
+
+class FeedbackView(GameView):
+    @extend_schema(
+        tags=[TAG],
+        responses={200: FeedbackSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer},
+    )
+    def get(self, request: Request, assignment_id: int) -> Response:
+        return Response(FeedbackSerializer(game.feedback_for(rater=request.user, assignment_id=assignment_id)).data)

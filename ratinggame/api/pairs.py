@@ -1,0 +1,198 @@
+"""Caption pairs for researchers: list (filtered), detail, and a manifest upload with images.
+
+Researchers see what annotators never see before rating: the human aggregates, the consensus
+and the model primes.
+"""
+
+import django_filters
+from django.conf import settings
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
+from rest_framework import generics, serializers, status
+from rest_framework.parsers import MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from ratinggame.aggregates import in_force
+from ratinggame.api.errors import ErrorSerializer, PayloadTooLarge, error_response
+from ratinggame.api.filters import CountFilter
+from ratinggame.api.permissions import IsResearcher
+from ratinggame.api.uploads import manifest_upload_import
+from ratinggame.importing import ImportFailed, ManifestError
+from ratinggame.models import CaptionPair, CaptionSource, Image, Pool, PrimingStatus
+from ratinggame.validation import PairInvalid
+from scoring.consensus import consensus_from_aggregates
+
+TAG = "pairs"
+
+
+class ImageSerializer(serializers.ModelSerializer):
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Image
+        fields = ["id", "url", "width", "height", "sha256", "original_name", "source"]
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def get_url(self, image: Image) -> str:
+        return image.file.url
+
+
+class PairSerializer(serializers.ModelSerializer):
+    image = ImageSerializer(read_only=True)
+    human_mean = serializers.SerializerMethodField(help_text="Mean of the counted human game ratings.")
+    human_consensus = serializers.SerializerMethodField(
+        help_text="The counted human game ratings' mean rounded half up (SPEC section 3)."
+    )
+    consensus_in_force = serializers.SerializerMethodField(
+        help_text="What the next rater is scored against: human ratings plus the model primes still in place."
+    )
+
+    class Meta:
+        model = CaptionPair
+        fields = [
+            "id",
+            "image",
+            "caption",
+            "source",
+            "pool",
+            "references",
+            "expert_rating",
+            "explanation",
+            "display_order",
+            "human_count",
+            "human_mean",
+            "human_consensus",
+            "consensus_in_force",
+            "primes",
+            "priming_status",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(OpenApiTypes.DOUBLE)
+    def get_human_mean(self, pair: CaptionPair) -> float | None:
+        return pair.human_sum / pair.human_count if pair.human_count else None
+
+    @extend_schema_field(OpenApiTypes.INT)
+    def get_human_consensus(self, pair: CaptionPair) -> int | None:
+        return consensus_from_aggregates(pair.human_count, pair.human_sum)
+
+    @extend_schema_field(OpenApiTypes.INT)
+    def get_consensus_in_force(self, pair: CaptionPair) -> int | None:
+        aggregates = in_force(pair)
+        return consensus_from_aggregates(aggregates.count, aggregates.total)
+
+
+class PairFilter(django_filters.FilterSet):
+    pool = django_filters.ChoiceFilter(choices=Pool.choices)
+    source = django_filters.ChoiceFilter(choices=CaptionSource.choices)
+    min_ratings = CountFilter(
+        field_name="human_count", lookup_expr="gte", help_text="At least this many counted human ratings."
+    )
+    max_ratings = CountFilter(
+        field_name="human_count", lookup_expr="lte", help_text="At most this many counted human ratings."
+    )
+    primed = django_filters.BooleanFilter(method="filter_primed", help_text="true: model priming is done.")
+    priming_status = django_filters.ChoiceFilter(choices=PrimingStatus.choices)
+
+    class Meta:
+        model = CaptionPair
+        fields = ["pool", "source", "min_ratings", "max_ratings", "primed", "priming_status"]
+
+    def filter_primed(self, queryset, name: str, value: bool | None):
+        if value is None:
+            return queryset
+        done = {"priming_status": PrimingStatus.DONE}
+        return queryset.filter(**done) if value else queryset.exclude(**done)
+
+
+class PairList(generics.ListAPIView):
+    permission_classes = [IsResearcher]
+    serializer_class = PairSerializer
+    queryset = CaptionPair.objects.select_related("image").order_by("id")
+    filterset_class = PairFilter
+    ordering_fields = ["id", "created_at", "human_count", "display_order"]
+
+    @extend_schema(tags=[TAG])
+    def get(self, request: Request, *args, **kwargs) -> Response:
+        return super().get(request, *args, **kwargs)
+
+
+class PairDetail(generics.RetrieveAPIView):
+    permission_classes = [IsResearcher]
+    serializer_class = PairSerializer
+    queryset = CaptionPair.objects.select_related("image")
+
+    @extend_schema(tags=[TAG], responses={200: PairSerializer, 404: ErrorSerializer})
+    def get(self, request: Request, *args, **kwargs) -> Response:
+        return super().get(request, *args, **kwargs)
+
+
+# --- Manifest upload --------------------------------------------------------------------------
+
+
+class ManifestUploadSerializer(serializers.Serializer):
+    manifest = serializers.FileField(help_text="CSV or JSONL manifest (the columns of manage.py import_pairs).")
+    images = serializers.ListField(
+        child=serializers.FileField(),
+        required=False,
+        default=list,
+        help_text="Image files named by the manifest's image column, and/or .zip files of them "
+        "(paths inside a zip are the names the manifest uses).",
+    )
+    pool = serializers.ChoiceField(choices=Pool.choices, default=Pool.GAME, help_text="For rows without a pool.")
+    dry_run = serializers.BooleanField(default=False, help_text="Check everything, write nothing.")
+
+
+class ImportReportSerializer(serializers.Serializer):
+    rows = serializers.IntegerField()
+    valid_rows = serializers.IntegerField()
+    pairs_created = serializers.IntegerField()
+    images_created = serializers.IntegerField()
+    images_reused = serializers.IntegerField()
+    pair_ids = serializers.ListField(child=serializers.IntegerField())
+    dry_run = serializers.BooleanField()
+    written = serializers.BooleanField()
+
+
+class ManifestUpload(APIView):
+    """All or nothing: one bad row and nothing is written; the 400 names every bad row."""
+
+    permission_classes = [IsResearcher]
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(
+        tags=[TAG],
+        request={"multipart/form-data": ManifestUploadSerializer},
+        responses={
+            200: OpenApiResponse(ImportReportSerializer, description="dry_run: everything checked, nothing written"),
+            201: ImportReportSerializer,
+            400: OpenApiResponse(
+                ErrorSerializer,
+                description='invalid_manifest; with bad rows, details = {"rows": [{"row": n, "reason": "..."}]}',
+            ),
+            413: ErrorSerializer,
+        },
+    )
+    def post(self, request: Request) -> Response:
+        limit = settings.RATINGGAME["MAX_UPLOAD_BYTES"]
+        length = request.META.get("CONTENT_LENGTH") or "0"
+        if not length.isdigit() or int(length) > limit:
+            raise PayloadTooLarge(f"The upload is over the limit of {limit:,} bytes; split it into several manifests.")
+        serializer = ManifestUploadSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        try:
+            report = manifest_upload_import(
+                manifest=data["manifest"], files=data["images"], pool=data["pool"], dry_run=data["dry_run"]
+            )
+        except ImportFailed as failed:
+            rows = [{"row": error.row, "reason": error.reason} for error in failed.report.errors]
+            message = f"{len(rows)} invalid row(s); nothing was imported."
+            return error_response("invalid_manifest", message, 400, {"rows": rows})
+        except (ManifestError, PairInvalid) as error:
+            return error_response("invalid_manifest", str(error), 400)
+        body = ImportReportSerializer(report).data
+        return Response(body, status=status.HTTP_200_OK if report.dry_run else status.HTTP_201_CREATED)

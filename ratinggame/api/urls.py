@@ -1,0 +1,57 @@
+"""The API's routes, included at /api/ by ratinggame.urls.
+
+``api_game_next`` and ``api_game_submit`` keep the names (and addresses) they had in the first
+game endpoints (formerly ratinggame/api_game.py).
+"""
+
+from django.urls import path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+from ratinggame.api import auth, exports, game, pairs, raters, ratings
+from ratinggame.api.errors import api_not_found
+
+urlpatterns = [
+    # Schema and its documentation pages (assets from drf-spectacular-sidecar, no CDN).
+    path("schema/", SpectacularAPIView.as_view(), name="api_schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api_schema"), name="api_docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="api_schema"), name="api_redoc"),
+    # Accounts.
+    path("auth/signup", auth.SignupView.as_view(), name="api_signup"),
+    path("auth/token", auth.TokenView.as_view(), name="api_token"),
+    # The game (annotators).
+    path("game/step", game.StepView.as_view(), name="api_game_step"),
+    path("game/consent", game.ConsentView.as_view(), name="api_game_consent"),
+    path("game/next", game.NextPairView.as_view(), name="api_game_next"),
+    path("game/submit", game.SubmitRatingView.as_view(), name="api_game_submit"),
+    path("game/feedback/<int:assignment_id>", game.FeedbackView.as_view(), name="api_game_feedback"),
+    # Research (researchers).
+    path("pairs/", pairs.PairList.as_view(), name="api_pairs"),
+    path("pairs/import", pairs.ManifestUpload.as_view(), name="api_pairs_import"),
+    path("pairs/<int:pk>/", pairs.PairDetail.as_view(), name="api_pair"),
+    path("ratings/", ratings.RatingList.as_view(), name="api_ratings"),
+    path("ratings/<int:pk>/", ratings.RatingDetail.as_view(), name="api_rating"),
+    path("exports/", exports.ExportJobList.as_view(), name="api_exports"),
+    path("exports/<int:pk>/", exports.ExportJobDetail.as_view(), name="api_export"),
+    path("exports/<int:pk>/download", exports.ExportJobDownload.as_view(), name="api_export_download"),
+    # Rater statistics and actions (admins).
+    path("admin/raters/", raters.RaterList.as_view(), name="api_raters"),
+    path("admin/raters/<int:profile_id>/", raters.RaterDetail.as_view(), name="api_rater"),
+    path(
+        "admin/raters/<int:profile_id>/suspend",
+        raters.RaterActionView.as_view(rater_action="suspend"),
+        name="api_rater_suspend",
+    ),
+    path(
+        "admin/raters/<int:profile_id>/reinstate",
+        raters.RaterActionView.as_view(rater_action="reinstate"),
+        name="api_rater_reinstate",
+    ),
+    path(
+        "admin/raters/<int:profile_id>/probation",
+        raters.RaterActionView.as_view(rater_action="probation"),
+        name="api_rater_probation",
+    ),
+    path("admin/actions/", raters.ActionLog.as_view(), name="api_actions"),
+    # Anything else under /api/: a JSON 404 in the API's error shape.
+    re_path(r"^(?P<path>.*)$", api_not_found, name="api_not_found"),
+]

@@ -1,0 +1,47 @@
+"""Serving the stored pair images, in development and in production alike.
+
+Django's ``static()`` helper serves MEDIA_ROOT only with DEBUG on, and all of it (exports
+included). This view serves only image files under MEDIA_ROOT/images/, whose names the site
+chose itself (``images/<2 hex>/<sha256>.<ext>``, see ``ratinggame.models.image_upload_path``):
+the URL is matched against that pattern, so no part of a path a client sends reaches the
+file system unchecked, and exports (MEDIA_ROOT/exports/, permission-checked by the research
+views) are never reachable here.
+
+Images are content-addressed, so a URL's content never changes: browsers may cache it for a
+year. With RATINGGAME["MEDIA_ACCEL_REDIRECT"] set (e.g. "/protected-media/"), the view answers
+with an ``X-Accel-Redirect`` header and nginx sends the file (see the README).
+"""
+
+import mimetypes
+import re
+from pathlib import Path
+
+from django.conf import settings
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.views.decorators.http import require_safe
+
+# images/ab/<64 hex>.<ext>, optionally with the 7-character suffix Django's storage adds when a
+# name is taken (two writers of the same content at once).
+IMAGE_PATH = re.compile(r"images/[0-9a-f]{2}/[0-9a-f]{64}(?:_[A-Za-z0-9]{7})?\.(?:jpg|png|webp|gif|bmp|img)")
+CACHE_CONTROL = "public, max-age=31536000, immutable"
+
+
+@require_safe
+def image_file(request: HttpRequest, path: str) -> HttpResponse:
+    if not IMAGE_PATH.fullmatch(path):
+        raise Http404("No such image.")
+    root = (Path(settings.MEDIA_ROOT) / "images").resolve()
+    target = (Path(settings.MEDIA_ROOT) / path).resolve()
+    # The pattern already rules out '..' and separators; checked again in case MEDIA_ROOT/images
+    # holds a symbolic link that points elsewhere.
+    if root not in target.parents or not target.is_file():
+        raise Http404("No such image.")
+    content_type = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+    accel = settings.RATINGGAME.get("MEDIA_ACCEL_REDIRECT", "")
+    if accel:
+        response = HttpResponse(content_type=content_type)
+        response["X-Accel-Redirect"] = accel.rstrip("/") + "/" + path
+    else:
+        response = FileResponse(target.open("rb"), content_type=content_type)
+    response["Cache-Control"] = CACHE_CONTROL
+    return response

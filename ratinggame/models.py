@@ -1,0 +1,202 @@
+"""The game's data: images, caption pairs, assignments (a pair served to a rater) and ratings."""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Pool(models.TextChoices):
+    TUTORIAL = "tutorial", "Tutorial"
+    PROBATION = "probation", "Probation"
+    GAME = "game", "Game"
+
+
+class CaptionSource(models.TextChoices):
+    COCO = "coco", "COCO"
+    PYTHIA = "pythia", "Pythia"
+    GLACNET = "glacnet", "GLAC Net"
+    MISMATCHED = "mismatched", "Mismatched"
+    FLICKR8K = "flickr8k", "Flickr8k"
+    OTHER = "other", "Other"
+
+
+def image_upload_path(instance: "Image", filename: str) -> str:
+    # Content-addressed: the stored name comes from the sha256, never from the user.
+    extension = filename.rsplit(".", 1)[-1].lower() if "." in filename else "img"
+    return f"images/{instance.sha256[:2]}/{instance.sha256}.{extension}"
+
+
+class Image(models.Model):
+    file = models.ImageField(upload_to=image_upload_path, max_length=200)
+    sha256 = models.CharField(max_length=64, unique=True, editable=False)
+    width = models.PositiveIntegerField(editable=False, default=0)
+    height = models.PositiveIntegerField(editable=False, default=0)
+    original_name = models.CharField(max_length=255, blank=True, help_text="File name as imported.")
+    source = models.CharField(
+        max_length=200, blank=True, help_text="Where the image came from (collection, URL, licence)."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.original_name or self.sha256[:12]
+
+
+class CaptionPairQuerySet(models.QuerySet):
+    def in_pool(self, pool: str) -> "CaptionPairQuerySet":
+        return self.filter(pool=pool)
+
+    def game(self) -> "CaptionPairQuerySet":
+        return self.filter(pool=Pool.GAME)
+
+
+class PrimingStatus(models.TextChoices):
+    NOT_NEEDED = "not_needed", "Not needed (tutorial/probation)"
+    PENDING = "pending", "Pending"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class AssignRank(models.IntegerChoices):
+    """A game pair's place in the serving order (SPEC section 5); lower is served first.
+
+    Pairs that take no more raters have no rank (NULL). See ratinggame.assignment.
+    """
+
+    NEAR_MINIMUM = 0, "Started, one rating short of 3"
+    STARTED = 1, "Started, two ratings short of 3"
+    DISAGREEING = 2, "3 to 6 ratings that still disagree"
+    FRESH = 3, "No rating yet"
+
+
+class CaptionPair(models.Model):
+    image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="pairs")
+    caption = models.TextField()
+    source = models.CharField(max_length=20, choices=CaptionSource.choices, default=CaptionSource.OTHER)
+    pool = models.CharField(max_length=10, choices=Pool.choices, default=Pool.GAME)
+    references = models.JSONField(default=list, blank=True, help_text="Reference captions (for RefCLIP-S).")
+    expert_rating = models.PositiveSmallIntegerField(null=True, blank=True)
+    explanation = models.TextField(blank=True)
+    display_order = models.PositiveIntegerField(default=0)
+
+    # Consensus aggregates of the non-excluded human ratings, kept in step with the ratings
+    # under a row lock (O(1) per rating; see ratinggame.services).
+    human_count = models.PositiveIntegerField(default=0)
+    human_sum = models.PositiveIntegerField(default=0)
+    human_sumsq = models.PositiveIntegerField(default=0)
+    # Calibrated model primes still on record for this pair, oldest first (SPEC section 4):
+    # the first `human_count` of them are replaced by human ratings.
+    primes = models.JSONField(default=list, blank=True)
+
+    # Assignment (SPEC section 5), kept in step under the same row lock (ratinggame.assignment):
+    # open game assignments holding one of the pair's 3..7 slots, and the pair's rank in the
+    # serving order (NULL: takes no more raters). The default fits a new pair; tutorial and
+    # probation pairs are never queried by rank.
+    in_flight = models.PositiveIntegerField(default=0)
+    assign_rank = models.PositiveSmallIntegerField(
+        null=True, blank=True, choices=AssignRank.choices, default=AssignRank.FRESH
+    )
+
+    priming_status = models.CharField(max_length=12, choices=PrimingStatus.choices, default=PrimingStatus.PENDING)
+    priming_error = models.TextField(blank=True)
+    priming_claimed_at = models.DateTimeField(null=True, blank=True)
+
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = CaptionPairQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["pool", "display_order", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["image", "caption"], name="pair_unique_image_caption"),
+            models.CheckConstraint(
+                condition=Q(expert_rating__isnull=True) | Q(expert_rating__gte=1, expert_rating__lte=5),
+                name="pair_expert_rating_1_5",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["pool", "human_count"], name="pair_pool_count_idx"),
+            # The game's next-pair query: WHERE pool = 'game' AND assign_rank IS NOT NULL
+            # ORDER BY assign_rank, id LIMIT k reads only the head of this index.
+            models.Index(
+                fields=["assign_rank", "id"],
+                condition=Q(pool="game", assign_rank__isnull=False),
+                name="pair_assign_rank_idx",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.caption[:60]}"
+
+
+class Stage(models.TextChoices):
+    TUTORIAL = "tutorial", "Tutorial"
+    PROBATION = "probation", "Probation"
+    GAME = "game", "Game"
+
+
+class Assignment(models.Model):
+    """A pair served to a rater: who was shown what, and when (server time)."""
+
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
+    pair = models.ForeignKey(CaptionPair, on_delete=models.PROTECT, related_name="assignments")
+    stage = models.CharField(max_length=10, choices=Stage.choices)
+    served_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    # True while this open game assignment holds one of its pair's slots (pair.in_flight);
+    # cleared on submission or when it expires (ratinggame.assignment).
+    holds_slot = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            # SPEC section 5: a rater never sees the same game pair twice.
+            models.UniqueConstraint(fields=["rater", "pair"], condition=Q(stage="game"), name="assignment_game_once"),
+        ]
+        indexes = [
+            models.Index(fields=["rater", "submitted_at"], name="assignment_open_idx"),
+            # Expired assignments still holding a slot, for the release sweep.
+            models.Index(fields=["expires_at"], condition=Q(holds_slot=True), name="assignment_slot_expiry_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rater} <- pair {self.pair_id} ({self.stage})"
+
+
+class Rating(models.Model):
+    assignment = models.OneToOneField(Assignment, on_delete=models.PROTECT, related_name="rating")
+    pair = models.ForeignKey(CaptionPair, on_delete=models.PROTECT, related_name="ratings")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="ratings")
+    stage = models.CharField(max_length=10, choices=Stage.choices)
+    value = models.PositiveSmallIntegerField()
+    served_at = models.DateTimeField()
+    submitted_at = models.DateTimeField()
+    points = models.SmallIntegerField(default=0)
+    # What the rater was shown: the expert rating (tutorial/probation) or the consensus
+    # (game; empty for the first rater of a pair), and the rest of the feedback (running
+    # total, qualification window, transition), so a repeated submission shows the same.
+    reference = models.PositiveSmallIntegerField(null=True, blank=True)
+    feedback = models.JSONField(default=dict, blank=True)
+    excluded = models.BooleanField(default=False)
+    excluded_reason = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(value__gte=1, value__lte=5), name="rating_value_1_5"),
+        ]
+        indexes = [
+            models.Index(fields=["pair", "excluded"], name="rating_pair_idx"),
+            models.Index(fields=["rater", "stage", "submitted_at"], name="rating_rater_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rater} rated pair {self.pair_id}: {self.value}"
+
+    @property
+    def seconds_spent(self) -> float:
+        return (self.submitted_at - self.served_at).total_seconds()

@@ -1,0 +1,339 @@
+"""Settings for the rating game: one module, driven by environment variables.
+
+Zero-setup defaults are for a laptop (SQLite under var/, tasks inline, DEBUG on);
+production (DJANGO_DEBUG=0) refuses to start without DJANGO_SECRET_KEY and
+DJANGO_ALLOWED_HOSTS. See the README for every variable.
+"""
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from ratinggame.env import env_bool, env_float, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("RATINGGAME_VAR_DIR", str(BASE_DIR / "var")))
+
+DEBUG = env_bool("DJANGO_DEBUG", True)
+
+SECRET_KEY = env_str("DJANGO_SECRET_KEY")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "DJANGO_SECRET_KEY must be set when DJANGO_DEBUG=0 (production). "
+            'Generate one with: python -c "import secrets; print(secrets.token_urlsafe(50))"'
+        )
+    SECRET_KEY = "insecure-development-key-only-for-debug-mode"  # noqa: S105 - never used with DEBUG off
+
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"] if DEBUG else [])
+if not DEBUG and not ALLOWED_HOSTS:
+    raise ImproperlyConfigured("DJANGO_ALLOWED_HOSTS must be set when DJANGO_DEBUG=0 (comma-separated host names).")
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "ratinggame",
+    "annotators",
+    "scoring",
+]
+
+MIDDLEWARE = [
+    # First: every response, redirects and errors included, carries X-Request-ID and is logged.
+    "ratinggame.request_log.RequestIdMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "ratinggame.urls"
+WSGI_APPLICATION = "ratinggame.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "annotators.context_processors.roles",
+            ],
+        },
+    },
+]
+
+
+def _database_config(url: str) -> dict:
+    """DATABASE_URL unset -> SQLite under var/; postgres://... or sqlite:///path otherwise."""
+    if not url:
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(VAR_DIR / "db.sqlite3")}
+    scheme = url.split(":", 1)[0]
+    if scheme not in {"postgres", "postgresql", "pgsql", "sqlite"}:
+        raise ImproperlyConfigured(f"DATABASE_URL scheme {scheme!r} is not supported: use postgres:// or sqlite:///")
+    # Persistent connections with health checks: after a PostgreSQL restart the next
+    # request reconnects by itself instead of failing on a dead connection.
+    config = dj_database_url.parse(url, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60), conn_health_checks=True)
+    if config["ENGINE"].endswith("sqlite3"):
+        config.pop("CONN_MAX_AGE", None)
+        config["CONN_HEALTH_CHECKS"] = False
+    return config
+
+
+DATABASES = {"default": _database_config(env_str("DATABASE_URL"))}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "home"
+
+LANGUAGE_CODE = "en"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(VAR_DIR / "static")))
+MEDIA_URL = "media/"
+MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(VAR_DIR / "media")))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if not DEBUG
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+
+# Uploads: requests are bounded; image files are checked again by ratinggame.images.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE", 5 * 1024 * 1024)
+FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# Files in one multipart request (a manifest upload with loose images); send a zip for more.
+DATA_UPLOAD_MAX_NUMBER_FILES = env_int("DJANGO_DATA_UPLOAD_MAX_NUMBER_FILES", 1000)
+
+# Cache: throttling and the log-in limiter count in it, so with several web processes it must
+# be shared (redis://...); the default is per process, fine for one process or a laptop. The
+# Redis cache fails open (ratinggame.cache): a Redis outage suspends rate limits, not the site.
+_CACHE_URL = env_str("DJANGO_CACHE_URL")
+if _CACHE_URL and not _CACHE_URL.startswith(("redis://", "rediss://")):
+    raise ImproperlyConfigured("DJANGO_CACHE_URL must be a redis:// or rediss:// URL")
+CACHES = {
+    "default": {"BACKEND": "ratinggame.cache.FailOpenRedisCache", "LOCATION": _CACHE_URL}
+    if _CACHE_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "ratinggame"}
+}
+
+# Log-in limiter (ratinggame.login_throttle): this many failed log-ins for one username from
+# one address within the window -> 429 until the window ends. Every log-in door uses it (the
+# site, the Django admin, the API token endpoint).
+LOGIN_MAX_FAILURES = env_int("RATINGGAME_LOGIN_MAX_FAILURES", 10)
+LOGIN_FAILURE_WINDOW_SECONDS = env_int("RATINGGAME_LOGIN_FAILURE_WINDOW_SECONDS", 15 * 60)
+# Reverse proxies in front of the web processes that append to X-Forwarded-For (0: use the
+# socket address). Only trusted hops are read, so a client cannot choose its own address.
+NUM_PROXIES = env_int("DJANGO_NUM_PROXIES", 0)
+
+# --- The rating game (SPEC.md) -------------------------------------------------------
+RATINGGAME = {
+    # Largest image accepted, in bytes and in pixels (decompression-bomb guard).
+    "MAX_IMAGE_BYTES": env_int("RATINGGAME_MAX_IMAGE_BYTES", 20 * 1024 * 1024),
+    "MAX_IMAGE_PIXELS": env_int("RATINGGAME_MAX_IMAGE_PIXELS", 40_000_000),
+    "MAX_CAPTION_CHARS": env_int("RATINGGAME_MAX_CAPTION_CHARS", 500),
+    "MAX_MANIFEST_BYTES": env_int("RATINGGAME_MAX_MANIFEST_BYTES", 50 * 1024 * 1024),
+    # A whole manifest upload through the API (manifest + images or a zip), and what a zip
+    # may unpack to (zip-bomb guard).
+    "MAX_UPLOAD_BYTES": env_int("RATINGGAME_MAX_UPLOAD_BYTES", 500 * 1024 * 1024),
+    "MAX_UNZIPPED_BYTES": env_int("RATINGGAME_MAX_UNZIPPED_BYTES", 2 * 1024 * 1024 * 1024),
+    "MAX_ZIP_MEMBERS": env_int("RATINGGAME_MAX_ZIP_MEMBERS", 50_000),
+    # Production image serving (ratinggame.media): empty -> the web process sends the file;
+    # a prefix such as /protected-media/ -> an X-Accel-Redirect for nginx to send it.
+    "MEDIA_ACCEL_REDIRECT": env_str("RATINGGAME_MEDIA_ACCEL_REDIRECT", ""),
+    # SPEC section 2.4: minimum seconds between serving a pair and accepting its rating.
+    # Shortened only by tests and benchmarks.
+    "MIN_SECONDS_PER_RATING": env_float("RATINGGAME_MIN_SECONDS_PER_RATING", 3.0),
+    "ASSIGNMENT_EXPIRY_SECONDS": env_int("RATINGGAME_ASSIGNMENT_EXPIRY_SECONDS", 30 * 60),
+    # Demo mode prints demo account passwords; never on in production.
+    "DEMO_MODE": env_bool("RATINGGAME_DEMO_MODE", DEBUG),
+    # Model priming (SPEC section 4): an open_clip model name and its weights (a pretrained
+    # tag, hf-hub:..., or a local checkpoint file or folder). Empty: no priming.
+    "PRIMING_MODEL": env_str("RATINGGAME_PRIMING_MODEL", ""),
+    "PRIMING_PRETRAINED": env_str("RATINGGAME_PRIMING_PRETRAINED", ""),
+    # Empty: CUDA when available, else CPU. Batch: pairs scored per encoder batch.
+    "PRIMING_DEVICE": env_str("RATINGGAME_PRIMING_DEVICE", ""),
+    "PRIMING_BATCH_SIZE": env_int("RATINGGAME_PRIMING_BATCH_SIZE", 64),
+    # A running claim older than this is taken over by another worker (or re-queued by the
+    # sweep): must exceed prime_pairs' hard time limit (660 s). Shortened only by tests.
+    "PRIMING_STALE_SECONDS": env_int("RATINGGAME_PRIMING_STALE_SECONDS", 900),
+}
+
+# Rater behaviour flags on the staff dashboard (annotators.competency documents each one).
+# A flag is a prompt to look at the rater, never an automatic sanction.
+RATINGGAME_FLAGS = {
+    # Share-based flags need at least this many ratings of the kind they count.
+    "MIN_RATINGS": env_int("RATINGGAME_FLAG_MIN_RATINGS", 20),
+    # Speeder: median seconds per rating below this, or this share of submissions within
+    # 1 second of the delay floor (MIN_SECONDS_PER_RATING).
+    "SPEEDER_MEDIAN_SECONDS": env_float("RATINGGAME_FLAG_SPEEDER_MEDIAN_SECONDS", 5.0),
+    "SPEEDER_NEAR_FLOOR_SHARE": env_float("RATINGGAME_FLAG_SPEEDER_NEAR_FLOOR_SHARE", 0.5),
+    # Straight-liner: this many identical ratings in a row, or one value this share of all.
+    "STRAIGHT_RUN": env_int("RATINGGAME_FLAG_STRAIGHT_RUN", 15),
+    "STRAIGHT_VALUE_SHARE": env_float("RATINGGAME_FLAG_STRAIGHT_VALUE_SHARE", 0.8),
+    # Prime-copier: this share of game ratings equal to the pair's first model prime, rounded.
+    "PRIME_COPIER_SHARE": env_float("RATINGGAME_FLAG_PRIME_COPIER_SHARE", 0.8),
+    # Low agreement: exact + adjacent agreement rate below this.
+    "LOW_AGREEMENT_RATE": env_float("RATINGGAME_FLAG_LOW_AGREEMENT_RATE", 0.7),
+}
+# The competency analysis (PCM) is refreshed after this many new game ratings (checked by a
+# periodic task) and on demand from the staff dashboard.
+RATINGGAME_COMPETENCY_EVERY = env_int("RATINGGAME_COMPETENCY_EVERY", 500)
+RATINGGAME_COMPETENCY_CHECK_SECONDS = env_int("RATINGGAME_COMPETENCY_CHECK_SECONDS", 300)
+
+# --- Celery ----------------------------------------------------------------------------
+# No broker configured -> tasks run inline, explicitly; a configured broker that is down is
+# an error, never a silent fallback to inline execution.
+_BROKER_FROM_ENV = env_str("CELERY_BROKER_URL")
+CELERY_TASK_ALWAYS_EAGER = not _BROKER_FROM_ENV
+# In eager mode nothing is sent; the in-memory transport keeps kombu from guessing a host.
+CELERY_BROKER_URL = _BROKER_FROM_ENV or "memory://"
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or None
+CELERY_TASK_DEFAULT_QUEUE = "default"
+# Task modules that autodiscovery (which imports only `<app>.tasks`) would not find.
+CELERY_IMPORTS = ("scoring.tasks_export",)
+CELERY_TASK_QUEUES_NAMES = ("default", "gpu")
+CELERY_TASK_ROUTES = {
+    "scoring.tasks.prime_pairs": {"queue": "gpu"},
+    "scoring.tasks.train_predictor": {"queue": "gpu"},
+}
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE: dict = {
+    # Cheap check: starts the competency analysis when enough new game ratings came in.
+    "maybe-refresh-competency": {
+        "task": "annotators.tasks.maybe_refresh_competency",
+        "schedule": float(RATINGGAME_COMPETENCY_CHECK_SECONDS),
+    },
+    # Model priming (scoring.tasks): re-queue pairs the broker never got or a dead worker left.
+    "sweep-pending-priming": {"task": "scoring.tasks.sweep_pending_priming", "schedule": 300.0},
+    "refit-calibrations": {"task": "scoring.tasks.refit_calibrations", "schedule": 6 * 3600.0},
+    "train-predictor": {"task": "scoring.tasks.train_predictor", "schedule": 24 * 3600.0},
+}
+
+# --- REST API (ratinggame.api) ----------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Token first: an anonymous request gets 401 with "WWW-Authenticate: Token". Session
+    # requests (the browser) are CSRF-checked by SessionAuthentication.
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "ratinggame.api.pagination.Pagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_FILTER_BACKENDS": [
+        "django_filters.rest_framework.DjangoFilterBackend",
+        "rest_framework.filters.OrderingFilter",
+    ],
+    "EXCEPTION_HANDLER": "ratinggame.api.errors.exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": env_str("RATINGGAME_THROTTLE_ANON", "120/min"),
+        "user": env_str("RATINGGAME_THROTTLE_USER", "1200/min"),
+        # POST api/auth/token and api/auth/signup, per address, on top of the log-in limiter.
+        "login": env_str("RATINGGAME_THROTTLE_LOGIN", "30/min"),
+        "signup": env_str("RATINGGAME_THROTTLE_SIGNUP", "60/hour"),
+    },
+    # Behind DJANGO_NUM_PROXIES proxies the throttles read the client from X-Forwarded-For;
+    # with 0 they use the socket address (never a client-sent X-Forwarded-For).
+    "NUM_PROXIES": NUM_PROXIES,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Rating game API",
+    "DESCRIPTION": (
+        "Validated human ratings of image captions (VICR rating game). Authenticate with a "
+        "session (the browser; send the CSRF token) or with `Authorization: Token <key>` from "
+        '`POST /api/auth/token`. Every error answers `{"error": {"code", "message", "details"}}`.'
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Separate request and response components: read-only fields stay out of request bodies.
+    "COMPONENT_SPLIT_REQUEST": True,
+    # Swagger UI and Redoc from our own static files (drf-spectacular-sidecar), never a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    # Pool and Stage share their values (tutorial, probation, game): one enum in the schema.
+    "ENUM_NAME_OVERRIDES": {"StageEnum": "ratinggame.models.Stage"},
+}
+
+# --- Logs --------------------------------------------------------------------------------
+# Every record carries the request id (ratinggame.request_log); DJANGO_LOG_FORMAT=json writes
+# one JSON object a line (for a log collector), the default is plain text.
+LOG_FORMAT = env_str("DJANGO_LOG_FORMAT", "plain")
+if LOG_FORMAT not in {"plain", "json"}:
+    raise ImproperlyConfigured(f"DJANGO_LOG_FORMAT must be plain or json, not {LOG_FORMAT!r}")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"request_id": {"()": "ratinggame.request_log.RequestIdFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+        "json": {"()": "ratinggame.request_log.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_id"]},
+    },
+    "root": {"handlers": ["console"], "level": env_str("DJANGO_LOG_LEVEL", "INFO")},
+    "loggers": {
+        # The request log line replaces Django's own for 4xx/5xx responses, which has no id.
+        "django.request": {"level": "ERROR"},
+        "django.server": {"level": "WARNING"},
+    },
+}
+
+if not DEBUG:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
+    # Load balancers probe /healthz over plain HTTP inside the network.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 31_536_000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SECURE_CONTENT_TYPE_NOSNIFF = True
+    SECURE_REFERRER_POLICY = "same-origin"
+    X_FRAME_OPTIONS = "DENY"

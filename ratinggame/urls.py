@@ -1,0 +1,39 @@
+from django.conf import settings
+from django.contrib import admin
+from django.urls import include, path, register_converter
+
+from ratinggame import health, login_throttle, media, views
+
+
+class StageConverter:
+    """The three rating screens share one view: /play/tutorial/, /play/probation/, /play/game/."""
+
+    regex = "tutorial|probation|game"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(StageConverter, "stage")
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("", include("annotators.urls")),
+    path("play/<stage:stage>/", views.rate, name="rate"),
+    path("play/feedback/<int:assignment_id>/", views.feedback, name="feedback"),
+    path("play/feedback/<int:assignment_id>/dispute/", views.dispute, name="dispute"),
+    # The log-in doors go through the log-in limiter (before the routes they shadow).
+    path("accounts/login/", login_throttle.ThrottledLoginView.as_view(), name="login"),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("admin/login/", login_throttle.admin_login, name="admin_login_throttled"),
+    path("admin/", admin.site.urls),
+    path("research/", include("scoring.urls")),
+    path("api/", include("ratinggame.api.urls")),
+    path("staff/", include("annotators.staff_urls")),
+    path("healthz", health.healthz, name="healthz"),
+    # Pair images, in production too (ratinggame.media); only images, never exports.
+    path(f"{settings.MEDIA_URL.strip('/')}/<path:path>", media.image_file, name="media_image"),
+]

@@ -1,0 +1,84 @@
+"""Rules for a caption pair's fields, shared by the importer, the admin and the API."""
+
+from django.conf import settings
+
+from ratinggame.models import CaptionSource, Pool
+
+SOURCES = {choice.value for choice in CaptionSource}
+POOLS = {choice.value for choice in Pool}
+
+
+class PairInvalid(ValueError):
+    """A caption pair's fields break a rule; the message says which and why."""
+
+
+def clean_caption(caption: object) -> str:
+    if not isinstance(caption, str):
+        raise PairInvalid("caption must be text")
+    text = " ".join(caption.split())
+    if not text:
+        raise PairInvalid("caption is empty")
+    limit = settings.RATINGGAME["MAX_CAPTION_CHARS"]
+    if len(text) > limit:
+        raise PairInvalid(f"caption is {len(text)} characters, over the limit of {limit}")
+    if any(ord(ch) < 32 for ch in text):
+        raise PairInvalid("caption contains control characters")
+    return text
+
+
+def clean_source(source: object) -> str:
+    value = (str(source) if source is not None else "").strip().lower() or CaptionSource.OTHER
+    if value not in SOURCES:
+        raise PairInvalid(f"unknown source {source!r} (expected one of {', '.join(sorted(SOURCES))})")
+    return value
+
+
+def clean_pool(pool: object) -> str:
+    value = (str(pool) if pool is not None else "").strip().lower()
+    if value not in POOLS:
+        raise PairInvalid(f"unknown pool {pool!r} (expected one of {', '.join(sorted(POOLS))})")
+    return value
+
+
+def clean_expert_rating(value: object) -> int | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool):
+        raise PairInvalid(f"expert_rating {value!r} is not a whole number from 1 to 5")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    try:
+        number = int(str(value).strip()) if not isinstance(value, int) else value
+    except ValueError:
+        raise PairInvalid(f"expert_rating {value!r} is not a whole number from 1 to 5") from None
+    if not 1 <= number <= 5:
+        raise PairInvalid(f"expert_rating {number} is outside 1-5")
+    return number
+
+
+def clean_references(value: object) -> list[str]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        items = value.split("|")
+    elif isinstance(value, list):
+        items = value
+    else:
+        raise PairInvalid("references must be text separated by '|' or a list of texts")
+    cleaned = []
+    for item in items:
+        if not isinstance(item, str):
+            raise PairInvalid("references must be text")
+        text = " ".join(item.split())
+        if text:
+            cleaned.append(clean_caption(text))
+    return cleaned
+
+
+def check_expert_fields(pool: str, expert_rating: int | None, explanation: str) -> None:
+    """Tutorial and probation pairs teach: they need the expert rating and its explanation."""
+    if pool in (Pool.TUTORIAL, Pool.PROBATION):
+        if expert_rating is None:
+            raise PairInvalid(f"{pool} pairs need an expert_rating (1-5)")
+        if not explanation.strip():
+            raise PairInvalid(f"{pool} pairs need an explanation of the expert rating")

@@ -1,0 +1,29 @@
+from django.contrib import admin
+
+from scoring.models import Calibration, ExportJob, ModelRating, PredictorRun
+
+
+@admin.register(Calibration)
+class CalibrationAdmin(admin.ModelAdmin):
+    list_display = ["id", "model_identity", "method", "fitted_on_pairs", "created_at"]
+    list_filter = ["method"]
+
+
+@admin.register(ModelRating)
+class ModelRatingAdmin(admin.ModelAdmin):
+    list_display = ["pair", "slot", "metric", "raw_score", "value", "model_identity", "created_at"]
+    list_filter = ["metric"]
+    search_fields = ["model_identity", "pair__caption"]
+    raw_id_fields = ["pair"]
+
+
+@admin.register(PredictorRun)
+class PredictorRunAdmin(admin.ModelAdmin):
+    list_display = ["id", "created_at", "active", "base_model_identity"]
+    list_filter = ["active"]
+
+
+@admin.register(ExportJob)
+class ExportJobAdmin(admin.ModelAdmin):
+    list_display = ["id", "status", "progress", "created_by", "created_at", "finished_at"]
+    list_filter = ["status"]

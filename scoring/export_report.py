@@ -1,0 +1,72 @@
+"""report.html and datasheet.md of an export, rendered from its statistics (templates/scoring/export/)."""
+
+from django.conf import settings
+from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
+
+from annotators.scale import LEVELS
+from scoring.export_figures import distribution_bars_svg, source_shares_svg
+from scoring.export_stats import AGREEMENT_ROWS, PAPER_TABLE3
+
+
+def _figure(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f}"
+
+
+def _context(statistics: dict) -> dict:
+    agreement = statistics.get("agreement") or {}
+    rows = []
+    for key, label in AGREEMENT_ROWS:
+        found = agreement.get(key) or {}
+        rows.append(
+            {
+                "label": label,
+                "mean": _figure(found.get("mean")),
+                "sd": "" if found.get("sd") is None else f"{found['sd']:.2f}",
+                "vicr": _figure(PAPER_TABLE3["VICR"].get(key)),
+                "flickr": _figure(PAPER_TABLE3["Flickr8k-Expert"].get(key)),
+            }
+        )
+    distribution = statistics["rating_distribution"]
+    total = sum(distribution.values())
+    sources = [
+        {"source": source, "counts": list(counts.values()), "total": sum(counts.values())}
+        for source, counts in statistics["source_distributions"].items()
+    ]
+    correlations = [{**row, "tau_text": _figure(row["tau_c"])} for row in statistics["metric_correlations"]]
+    game = settings.RATINGGAME
+    return {
+        "statistics": statistics,
+        "counts": statistics["counts"],
+        "parameters": statistics["parameters"],
+        "agreement_rows": rows,
+        "agreement": agreement,
+        "agreement_note": statistics.get("agreement_note", ""),
+        "distribution_rows": [
+            {"level": level, "count": count, "share": f"{count / total:.1%}" if total else "—"}
+            for level, count in distribution.items()
+        ],
+        "source_rows": sources,
+        "correlations": correlations,
+        "distribution_svg": mark_safe(  # noqa: S308 - built from escaped text in export_figures
+            distribution_bars_svg(distribution, figure_id="fig-distribution", title="Rating distribution")
+        ),
+        "sources_svg": mark_safe(  # noqa: S308 - built from escaped text in export_figures
+            source_shares_svg(
+                statistics["source_distributions"], figure_id="fig-sources", title="Rating distribution per source"
+            )
+        ),
+        "scale_levels": LEVELS,
+        "min_seconds": game.get("MIN_SECONDS_PER_RATING"),
+        "priming_model": game.get("PRIMING_MODEL") or "",
+    }
+
+
+def report_render(statistics: dict) -> str:
+    """The self-contained HTML report: tables, inline SVG figures, the paper's Table 3 beside ours."""
+    return render_to_string("scoring/export/report.html", _context(statistics))
+
+
+def datasheet_render(statistics: dict) -> str:
+    """datasheet.md: how the data was collected, what the files hold, and what was left out."""
+    return render_to_string("scoring/export/datasheet.md", _context(statistics))

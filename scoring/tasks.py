@@ -1,0 +1,89 @@
+"""Celery tasks of the scoring app. Model code (torch, open_clip) is imported inside tasks only.
+
+prime_pairs and train_predictor run on the `gpu` queue (CELERY_TASK_ROUTES); the sweep and
+the calibration refit on `default`.
+"""
+
+import logging
+from datetime import timedelta
+
+from celery import shared_task
+from django.db import InterfaceError, OperationalError
+from django.utils import timezone
+
+log = logging.getLogger(__name__)
+
+PRIME_SOFT_TIME_LIMIT = 600
+PRIME_TIME_LIMIT = 660  # PRIMING_STALE_SECONDS (default 900) must stay above this
+MESSAGE_CHUNK = 256  # pairs per message: a large import is split so each task fits the limits
+SWEEP_LIMIT = 20_000
+
+
+@shared_task(
+    name="scoring.tasks.prime_pairs",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    max_retries=3,
+    retry_backoff=True,
+    retry_backoff_max=120,
+    soft_time_limit=PRIME_SOFT_TIME_LIMIT,
+    time_limit=PRIME_TIME_LIMIT,
+)
+def prime_pairs(pair_ids: list[int]) -> dict:
+    """Prime these game pairs (claimed first, so duplicates and redeliveries are harmless)."""
+    from scoring.prime_runner import run_priming
+
+    pair_ids = [int(i) for i in pair_ids]
+    if len(pair_ids) > MESSAGE_CHUNK:
+        for start in range(0, len(pair_ids), MESSAGE_CHUNK):
+            prime_pairs.delay(pair_ids[start : start + MESSAGE_CHUNK])
+        return {"split_into": -(-len(pair_ids) // MESSAGE_CHUNK)}
+    return run_priming(pair_ids)
+
+
+@shared_task(name="scoring.tasks.sweep_pending_priming", acks_late=True)
+def sweep_pending_priming() -> int:
+    """Re-queue game pairs left pending (broker was down) or with a stale running claim.
+
+    For a pending pair, priming_claimed_at records when the sweep last queued it, so a pair
+    is queued again at most once per PRIMING_STALE_SECONDS while the GPU worker is away.
+    Returns the number of pairs queued.
+    """
+    from django.db.models import Q
+
+    from ratinggame.models import CaptionPair, Pool, PrimingStatus
+    from scoring.prime_runner import stale_after
+
+    now = timezone.now()
+    cutoff = now - stale_after()
+    recent = now - timedelta(seconds=60)  # leave just-created pairs to their on_commit dispatch
+    due = Q(pool=Pool.GAME) & (
+        Q(priming_status=PrimingStatus.PENDING, priming_claimed_at__isnull=True, created_at__lt=recent)
+        | Q(priming_status=PrimingStatus.PENDING, priming_claimed_at__lt=cutoff)
+        | Q(priming_status=PrimingStatus.RUNNING, priming_claimed_at__lt=cutoff)
+    )
+    ids = list(CaptionPair.objects.filter(due).order_by("pk").values_list("pk", flat=True)[:SWEEP_LIMIT])
+    CaptionPair.objects.filter(pk__in=ids, priming_status=PrimingStatus.PENDING).update(priming_claimed_at=now)
+    for start in range(0, len(ids), MESSAGE_CHUNK):
+        prime_pairs.delay(ids[start : start + MESSAGE_CHUNK])
+    return len(ids)
+
+
+@shared_task(name="scoring.tasks.refit_calibrations")
+def refit_calibrations() -> list[int]:
+    from scoring.calibration_service import refit_all
+
+    return [c.pk for c in refit_all()]
+
+
+@shared_task(name="scoring.tasks.train_predictor", acks_late=True, soft_time_limit=3 * 3600, time_limit=3 * 3600 + 60)
+def train_predictor() -> dict:
+    from scoring.predictor import train_from_db
+
+    try:
+        run = train_from_db()
+    except ValueError as exc:
+        log.info("predictor not trained: %s", exc)
+        return {"trained": False, "reason": str(exc)}
+    return {"trained": True, "run": run.pk, "active": run.active, "metrics": run.metrics}

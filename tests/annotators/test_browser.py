@@ -1,0 +1,173 @@
+"""The rater's journey in real Chromium, keyboard only: sign up, consent, the whole tutorial with
+1-5, Enter and N, the countdown holding the submit control, the Rating Guide on G and Escape,
+and the game screen. Screenshots go to test-artifacts/ (git-ignored)."""
+
+import hashlib
+import io
+import re
+import time
+from pathlib import Path
+
+import pytest
+from django.core.files.base import ContentFile
+from PIL import Image as PILImage
+from PIL import ImageDraw
+
+from ratinggame.models import Pool, Rating
+from tests.factories import CaptionPairFactory, ImageFactory, TutorialPairFactory
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+EXPERTS = [5, 4, 3, 2, 1, 3, 4, 2, 5, 1]
+PASSWORD = "a long enough pass phrase 42"
+MIN_SECONDS = 1.5
+LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+
+def photo_like_image(seed: int):
+    """A 640x427 picture (sky, ground, a sun and a box) so the screenshots show a real layout."""
+    picture = PILImage.new("RGB", (640, 427), (120 + seed * 9 % 100, 170, 230))
+    draw = ImageDraw.Draw(picture)
+    draw.rectangle((0, 280, 640, 427), fill=(70, 130 + seed * 7 % 60, 60))
+    draw.ellipse((470, 40, 560, 130), fill=(250, 210, 80))
+    draw.rectangle((120 + seed * 20, 200, 260 + seed * 20, 320), fill=(160, 60 + seed * 15 % 120, 50))
+    buffer = io.BytesIO()
+    picture.save(buffer, format="PNG")
+    data = buffer.getvalue()
+    return ImageFactory(
+        file=ContentFile(data, name=f"photo{seed}.png"),
+        sha256=hashlib.sha256(data).hexdigest(),
+        width=640,
+        height=427,
+    )
+
+
+def keyboard_choice(expert: int, index: int) -> int:
+    # Exact on even pairs (2 points), one step off on odd ones (1 point): 15 of 20, a pass.
+    if index % 2 == 0:
+        return expert
+    return expert - 1 if expert > 1 else 2
+
+
+def test_keyboard_only_tutorial_to_the_game(live_server, chromium_path, settings, monkeypatch):
+    from playwright.sync_api import expect, sync_playwright
+
+    # Playwright's sync API runs an event loop in this thread; the ORM calls below are still synchronous.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": MIN_SECONDS}
+    for index, expert in enumerate(EXPERTS):
+        TutorialPairFactory(
+            image=photo_like_image(index),
+            caption=f"A red box stands on the grass under a yellow sun (tutorial pair {index + 1})",
+            expert_rating=expert,
+            display_order=index,
+            explanation=f"The experts chose {expert}: the caption names the box and the sun, and says where they are.",
+        )
+    for index in range(3):
+        CaptionPairFactory(
+            pool=Pool.GAME,
+            image=photo_like_image(20 + index),
+            caption=f"A field with a shed on a sunny day ({index + 1})",
+        )
+    ARTIFACTS.mkdir(exist_ok=True)
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.set_default_timeout(15_000)
+        try:
+            page.goto(live_server.url + "/")
+            page.get_by_role("link", name="Sign up and play").click()
+            page.fill("#id_username", "keyboard_rater")
+            page.fill("#id_password1", PASSWORD)
+            page.fill("#id_password2", PASSWORD)
+            page.get_by_role("button", name="Create my account").click()
+
+            expect(page).to_have_url(re.compile(r"/play/consent/$"))
+            page.focus("#id_agree")
+            page.keyboard.press("Space")
+            page.keyboard.press("Tab")
+            page.keyboard.press("Enter")  # "I agree, continue"
+            expect(page).to_have_url(re.compile(r"/play/introduction/$"))
+            page.focus("#continue")
+            page.keyboard.press("Enter")  # "Start the tutorial"
+
+            submit = page.locator("#submit-rating")
+            for index, expert in enumerate(EXPERTS):
+                expect(page).to_have_url(re.compile(r"/play/tutorial/$"))
+                loaded = time.monotonic()
+                page.wait_for_load_state()  # the page's scripts have run
+                expect(page.get_by_role("heading", level=1)).to_have_text(f"Tutorial {index + 1} of 10")
+                value = keyboard_choice(expert, index)
+                if index == 0:
+                    # The countdown holds the submit control, and Enter does nothing meanwhile.
+                    assert submit.is_disabled()
+                    page.keyboard.press(str(value))
+                    page.keyboard.press("Enter")
+                    assert page.url.endswith("/play/tutorial/")
+                    expect(page.locator("#countdown-status")).to_contain_text("Not yet")
+                    assert not Rating.objects.exists()
+                    page.screenshot(path=str(ARTIFACTS / "rating-screen.png"))
+
+                    page.keyboard.press("g")
+                    guide = page.locator("#guide")
+                    expect(guide).to_be_visible()
+                    expect(guide).to_contain_text("Interpretation of overall setting and/or event is included.")
+                    page.screenshot(path=str(ARTIFACTS / "rating-guide.png"))
+                    page.keyboard.press("Escape")
+                    expect(guide).to_be_hidden()
+                else:
+                    page.keyboard.press(str(value))
+                expect(page.locator(f"#value-{value}")).to_be_checked()
+                expect(submit).to_be_enabled(timeout=MIN_SECONDS * 1000 + 5000)
+                if index == 0:
+                    # Enabled by the countdown, not at once: most of the 1.5 s passed after load.
+                    assert time.monotonic() - loaded >= MIN_SECONDS - 0.5
+                    expect(page.locator("#countdown-status")).to_have_text("You can submit your rating now.")
+                page.keyboard.press("Enter")
+
+                expect(page).to_have_url(re.compile(r"/play/feedback/\d+/$"))
+                feedback = page.locator(".feedback")
+                expect(feedback).to_contain_text(f"The experts chose {expert}")
+                expect(page.locator(".fb-points dd")).to_have_text("+2" if value == expert else "+1")
+                if index == 0:
+                    expect(page.locator("#feedback-announce")).to_contain_text(f"Expert rating {expert}")
+                    page.screenshot(path=str(ARTIFACTS / "feedback.png"))
+                    # The guide opens on feedback screens too.
+                    page.keyboard.press("G")
+                    expect(page.locator("#guide")).to_be_visible()
+                    page.keyboard.press("Escape")
+                    expect(page.locator("#guide")).to_be_hidden()
+                if index == len(EXPERTS) - 1:
+                    expect(page.locator(".outcome")).to_contain_text("Tutorial passed")
+                    expect(page.locator(".outcome")).to_contain_text("You scored 15 of 20 points")
+                    page.screenshot(path=str(ARTIFACTS / "tutorial-passed.png"))
+                page.keyboard.press("Enter" if index % 2 == 0 else "n")
+
+            expect(page).to_have_url(re.compile(r"/play/game/$"))
+            expect(page.get_by_role("heading", level=1)).to_have_text("Rating game")
+            expect(page.locator("#progress")).to_contain_text("Qualification: 0 of 20 ratings, 0 of 25 points needed")
+            image = page.get_by_alt_text("Image to rate")
+            expect(image).to_be_visible()
+            assert page.evaluate("document.querySelector('.pair-image').naturalWidth") == 640
+            box = image.bounding_box()
+            assert box["height"] <= 0.6 * 800 + 1  # max-height 60vh
+            page.screenshot(path=str(ARTIFACTS / "game-screen.png"))
+
+            # One game rating: the first rater of a pair is told it scores 0 points.
+            page.keyboard.press("3")
+            expect(submit).to_be_enabled(timeout=MIN_SECONDS * 1000 + 5000)
+            page.keyboard.press("Enter")
+            expect(page).to_have_url(re.compile(r"/play/feedback/\d+/$"))
+            expect(page.locator(".feedback")).to_contain_text("You are the first to rate this pair: 0 points.")
+            expect(page.locator("#window-progress")).to_have_text(
+                "Qualification: 1 of 20 ratings, 0 of 25 points needed."
+            )
+            page.screenshot(path=str(ARTIFACTS / "game-feedback.png"))
+        finally:
+            browser.close()
+
+    assert Rating.objects.filter(stage="tutorial").count() == 10
+    assert Rating.objects.filter(stage="game").count() == 1
+    assert sorted(Rating.objects.filter(stage="tutorial").values_list("points", flat=True)) == [1] * 5 + [2] * 5

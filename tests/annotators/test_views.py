@@ -1,0 +1,451 @@
+"""The rater's pages through the Django test client: sign-up, consent, tutorial, feedback, game,
+the one state machine behind every page, suspension, disputes, leaderboard, and the delay."""
+
+import re
+from datetime import timedelta
+from html.parser import HTMLParser
+
+import pytest
+from django.db.models import F
+from django.urls import reverse
+from django.utils import timezone
+
+from annotators.models import Dispute, RaterProfile, RaterState
+from annotators.roles import ANNOTATOR
+from ratinggame.models import Assignment, Pool, Rating
+from tests.factories import CaptionPairFactory, ProbationPairFactory, TutorialPairFactory, UserFactory
+from tests.ratinggame.journey_helpers import seed_ratings
+
+pytestmark = pytest.mark.django_db
+
+EXPERTS = [5, 4, 3, 2, 1, 3, 4, 2, 5, 1]
+PASSWORD = "a long enough pass phrase 42"
+# SPEC section 1, rating 5, as the Rating Guide must show it.
+SPEC_LEVEL_5 = (
+    "Objects, a general scene, and actions are correctly identified if present in the image. "
+    "The caption describes what is seen and where things are in space. "
+    "Interpretation of overall setting and/or event is included."
+)
+
+
+@pytest.fixture(autouse=True)
+def _three_seconds(settings):
+    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 3.0, "ASSIGNMENT_EXPIRY_SECONDS": 1800}
+
+
+@pytest.fixture
+def tutorial():
+    return [
+        TutorialPairFactory(expert_rating=expert, display_order=index, explanation=f"Because of reason {index}.")
+        for index, expert in enumerate(EXPERTS)
+    ]
+
+
+def rater(state=RaterState.TUTORIAL, consent=True, **fields):
+    user = UserFactory()
+    RaterProfile.objects.create(
+        user=user,
+        state=state,
+        consent_at=timezone.now() - timedelta(days=1) if consent else None,
+        game_entered_at=timezone.now() - timedelta(hours=1) if state == RaterState.GAME else None,
+        **fields,
+    )
+    return user
+
+
+def look_long_enough(user, seconds: float = 4) -> None:
+    """The rater looks at the open pair for ``seconds``: its server-side served time moves back."""
+    Assignment.objects.filter(rater=user, submitted_at__isnull=True).update(
+        served_at=F("served_at") - timedelta(seconds=seconds)
+    )
+
+
+def open_assignment_id(response) -> int:
+    match = re.search(r'name="assignment" value="(\d+)"', response.content.decode())
+    assert match, "the rating form carries its assignment"
+    return int(match.group(1))
+
+
+def rate(client, user, stage: str, value) -> tuple[int, object]:
+    """Open the stage's rating screen, look for 4 s, submit ``value``; (assignment id, response)."""
+    page = client.get(reverse("rate", args=[stage]))
+    assert page.status_code == 200
+    assignment_id = open_assignment_id(page)
+    look_long_enough(user)
+    return assignment_id, client.post(reverse("rate", args=[stage]), {"assignment": assignment_id, "value": value})
+
+
+class Page(HTMLParser):
+    """What the accessibility checks need from a page."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.lang = None
+        self.mains = 0
+        self.radios: list[str] = []
+        self.label_fors: set[str] = set()
+        self.legends = 0
+        self.images: list[dict] = []
+        self.dialogs: list[str] = []
+        self.live_regions = 0
+        self.feed(html)
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "html":
+            self.lang = attrs.get("lang")
+        elif tag == "main":
+            self.mains += 1
+        elif tag == "input" and attrs.get("type") == "radio":
+            self.radios.append(attrs.get("id", ""))
+        elif tag == "label" and attrs.get("for"):
+            self.label_fors.add(attrs["for"])
+        elif tag == "legend":
+            self.legends += 1
+        elif tag == "img":
+            self.images.append(attrs)
+        elif tag == "dialog":
+            self.dialogs.append(attrs.get("id", ""))
+        if attrs.get("aria-live") == "polite":
+            self.live_regions += 1
+
+
+def body(response) -> str:
+    return response.content.decode()
+
+
+# --- The whole way in --------------------------------------------------------------------
+
+
+def test_signup_consent_tutorial_feedback_then_game(client, tutorial):
+    CaptionPairFactory(pool=Pool.GAME)
+    home = client.get(reverse("home"))
+    assert reverse("annotators:signup") in body(home)
+
+    response = client.post(
+        reverse("annotators:signup"),
+        {"username": "newrater", "email": "", "password1": PASSWORD, "password2": PASSWORD},
+    )
+    assert response.status_code == 302
+    user = RaterProfile.objects.get(user__username="newrater").user
+    assert user.groups.filter(name=ANNOTATOR).exists()
+    # Logged in, and the journey starts with consent: the tutorial is not open yet.
+    assert client.get(reverse("annotators:play"))["Location"] == reverse("annotators:consent")
+    assert client.get(reverse("rate", args=["tutorial"]))["Location"] == reverse("annotators:consent")
+
+    refused = client.post(reverse("annotators:consent"), {})
+    assert refused.status_code == 400
+    assert RaterProfile.objects.get(user=user).consent_at is None
+    before = timezone.now()
+    response = client.post(reverse("annotators:consent"), {"agree": "on"})
+    assert response["Location"] == reverse("annotators:intro")
+    assert RaterProfile.objects.get(user=user).consent_at >= before
+    assert "Start the tutorial" in body(client.get(reverse("annotators:intro")))
+    assert "Continue the tutorial" in body(client.get(reverse("home")))
+    assert client.get(reverse("annotators:play"))["Location"] == reverse("rate", args=["tutorial"])
+
+    for index, expert in enumerate(EXPERTS, start=1):
+        page = client.get(reverse("rate", args=["tutorial"]))
+        assert f"Tutorial {index} of 10" in body(page)
+        assignment_id = open_assignment_id(page)
+        look_long_enough(user)
+        # One step off the expert every time: 2 - 1 = 1 point per pair, 10 of 20 in the end.
+        value = expert - 1 if expert > 1 else 2
+        response = client.post(reverse("rate", args=["tutorial"]), {"assignment": assignment_id, "value": value})
+        assert response["Location"] == reverse("feedback", args=[assignment_id])
+        feedback = body(client.get(response["Location"]))
+        assert f"Because of reason {index - 1}." in feedback  # the expert's explanation
+        assert re.search(rf'Expert rating</dt><dd class="fb-big">{expert}<', feedback)
+        assert re.search(r'Points</dt><dd class="fb-big">\+1<', feedback)
+        assert re.search(rf">{index} <span class=\"of\">of 20</span>", feedback)
+
+    assert "Tutorial passed" in feedback
+    assert "You scored 10 of 20 points (10 needed)" in feedback
+    assert "Go to the game" in feedback
+    assert client.get(reverse("annotators:play"))["Location"] == reverse("rate", args=["game"])
+    game_page = body(client.get(reverse("rate", args=["game"])))
+    assert "Rating game" in game_page
+    assert "Qualification: 0 of 20 ratings, 0 of 25 points needed" in game_page
+    assert RaterProfile.objects.get(user=user).tutorial_score == 10
+
+
+def test_tutorial_below_10_points_ends_with_probation(client, tutorial):
+    ProbationPairFactory(expert_rating=3)
+    user = rater()
+    client.force_login(user)
+    for expert in EXPERTS:
+        # Two steps off the expert (0 points) every time: 0 of 20.
+        assignment_id, _ = rate(client, user, "tutorial", expert + 2 if expert <= 3 else expert - 2)
+    feedback = body(client.get(reverse("feedback", args=[assignment_id])))
+    assert "Tutorial finished: probation next" in feedback
+    assert "You scored 0 of 20 points, fewer than the 10 needed" in feedback
+    page = client.get(reverse("annotators:play"))
+    assert page["Location"] == reverse("rate", args=["probation"])
+    assert "Probation round 1" in body(client.get(page["Location"]))
+
+
+# --- One state machine -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("state", "consent", "url", "expected"),
+    [
+        (RaterState.TUTORIAL, True, ("rate", ["game"]), ("rate", ["tutorial"])),
+        (RaterState.TUTORIAL, True, ("rate", ["probation"]), ("rate", ["tutorial"])),
+        (RaterState.PROBATION, True, ("rate", ["game"]), ("rate", ["probation"])),
+        (RaterState.GAME, True, ("rate", ["tutorial"]), ("rate", ["game"])),
+        (RaterState.TUTORIAL, False, ("annotators:intro", []), ("annotators:consent", [])),
+        (RaterState.GAME, True, ("annotators:consent", []), ("rate", ["game"])),
+        (RaterState.GAME, True, ("annotators:suspended", []), ("rate", ["game"])),
+    ],
+)
+def test_a_page_of_another_step_redirects_to_the_raters_step(client, state, consent, url, expected):
+    client.force_login(rater(state, consent=consent))
+    response = client.get(reverse(url[0], args=url[1]))
+    assert response.status_code == 302
+    assert response["Location"] == reverse(expected[0], args=expected[1])
+
+
+def test_anonymous_visitor_is_sent_to_log_in(client):
+    response = client.get(reverse("rate", args=["game"]))
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("login"))
+
+
+def test_suspended_rater_sees_a_clear_page_and_cannot_rate(client, tutorial):
+    user = rater()
+    client.force_login(user)
+    assignment_id = open_assignment_id(client.get(reverse("rate", args=["tutorial"])))
+    RaterProfile.objects.filter(user=user).update(state=RaterState.SUSPENDED, state_before_suspension="tutorial")
+    look_long_enough(user)
+
+    for url in (reverse("annotators:play"), reverse("rate", args=["tutorial"]), reverse("rate", args=["game"])):
+        assert client.get(url)["Location"] == reverse("annotators:suspended")
+    page = client.get(reverse("annotators:suspended"))
+    assert page.status_code == 200
+    assert "Your account is suspended" in body(page)
+
+    response = client.post(reverse("rate", args=["tutorial"]), {"assignment": assignment_id, "value": 3})
+    assert response.status_code == 403
+    assert "Your account is suspended" in body(response)
+    assert not Rating.objects.filter(rater=user).exists()
+
+
+# --- Rejections: clear messages, right status codes, nothing stored --------------------------
+
+
+def test_early_submit_shows_the_message_and_stores_nothing(client, tutorial):
+    user = rater()
+    client.force_login(user)
+    assignment_id = open_assignment_id(client.get(reverse("rate", args=["tutorial"])))
+    response = client.post(reverse("rate", args=["tutorial"]), {"assignment": assignment_id, "value": "4"})
+    assert response.status_code == 400
+    html = body(response)
+    assert "Take at least 3 seconds to look at the pair before rating it." in html
+    # The same pair again, with the rater's choice kept.
+    assert open_assignment_id(response) == assignment_id
+    assert re.search(r'value="4"[^>]*checked', html)
+    assert not Rating.objects.exists()
+    assert Assignment.objects.get(pk=assignment_id).submitted_at is None
+
+
+def test_countdown_comes_from_the_servers_times(client, tutorial):
+    user = rater()
+    client.force_login(user)
+    html = body(client.get(reverse("rate", args=["tutorial"])))
+    now_ms = int(re.search(r'data-server-now-ms="(\d+)"', html).group(1))
+    min_ms = int(re.search(r'data-min-submit-ms="(\d+)"', html).group(1))
+    assert 2500 < min_ms - now_ms <= 3000
+    look_long_enough(user, seconds=2)
+    reloaded = client.get(reverse("rate", args=["tutorial"]))
+    # Reload-safe: the same assignment, and 2 s of the 3 s already gone.
+    assert open_assignment_id(reloaded) == Assignment.objects.get().pk
+    html = body(reloaded)
+    now_ms = int(re.search(r'data-server-now-ms="(\d+)"', html).group(1))
+    min_ms = int(re.search(r'data-min-submit-ms="(\d+)"', html).group(1))
+    assert 500 < min_ms - now_ms <= 1000
+
+
+def test_invalid_value_is_refused_with_the_screen_again(client, tutorial):
+    user = rater()
+    client.force_login(user)
+    for value in ("", "3.5", "6", "x"):
+        assignment_id, response = rate(client, user, "tutorial", value)
+        assert response.status_code == 400
+        assert "Choose a rating from 1 to 5." in body(response)
+        assert open_assignment_id(response) == assignment_id
+    assert not Rating.objects.exists()
+
+
+def test_double_submit_shows_the_first_result(client, tutorial):
+    user = rater()
+    client.force_login(user)
+    assignment_id, first = rate(client, user, "tutorial", 5)
+    second = client.post(reverse("rate", args=["tutorial"]), {"assignment": assignment_id, "value": 1})
+    assert first["Location"] == second["Location"] == reverse("feedback", args=[assignment_id])
+    assert Rating.objects.get().value == 5
+    assert re.search(r'Your rating</dt><dd class="fb-big">5<', body(client.get(second["Location"])))
+
+
+def test_another_raters_pair_is_forbidden(client, tutorial):
+    owner, intruder = rater(), rater()
+    client.force_login(owner)
+    assignment_id, _ = rate(client, owner, "tutorial", 5)
+    client.force_login(intruder)
+    response = client.post(reverse("rate", args=["tutorial"]), {"assignment": assignment_id, "value": 3})
+    assert response.status_code == 403
+    assert "This pair was served to someone else." in body(response)
+    assert client.get(reverse("feedback", args=[assignment_id])).status_code == 403
+    assert client.post(reverse("rate", args=["tutorial"]), {"assignment": 999999, "value": 3}).status_code == 404
+    assert Rating.objects.count() == 1
+
+
+def test_expired_pair_offers_the_next_one(client, tutorial):
+    user = rater()
+    client.force_login(user)
+    assignment_id = open_assignment_id(client.get(reverse("rate", args=["tutorial"])))
+    Assignment.objects.filter(pk=assignment_id).update(
+        served_at=timezone.now() - timedelta(hours=1), expires_at=timezone.now() - timedelta(minutes=1)
+    )
+    response = client.post(reverse("rate", args=["tutorial"]), {"assignment": assignment_id, "value": 3})
+    assert response.status_code == 400
+    assert "Rate the next pair" in body(response)
+    assert not Rating.objects.exists()
+
+
+# --- Game feedback, window and disputes ----------------------------------------------------
+
+
+def test_game_feedback_shows_consensus_points_and_window(client):
+    # SPEC section 3's worked example: prev = [4, 4], x = 4 scores 2.
+    pair = CaptionPairFactory(pool=Pool.GAME)
+    seed_ratings(pair, [4, 4])
+    user = rater(RaterState.GAME)
+    client.force_login(user)
+    _, response = rate(client, user, "game", 4)
+    html = body(client.get(response["Location"]))
+    assert re.search(r'Consensus rating</dt><dd class="fb-big">4<', html)
+    assert re.search(r'Points</dt><dd class="fb-big">\+2<', html)
+    assert "Qualification: 1 of 20 ratings, 2 of 25 points needed." in html
+    assert "Dispute this score" in html
+
+
+def test_first_rater_of_a_pair_is_told_so(client):
+    CaptionPairFactory(pool=Pool.GAME)
+    user = rater(RaterState.GAME)
+    client.force_login(user)
+    _, response = rate(client, user, "game", 3)
+    assert "You are the first to rate this pair: 0 points." in body(client.get(response["Location"]))
+
+
+def test_failed_qualification_window_says_so_and_leads_to_probation(client):
+    CaptionPairFactory(pool=Pool.GAME)
+    ProbationPairFactory(expert_rating=3)
+    user = rater(RaterState.GAME, window_count=19, window_points=20, game_score=20)
+    client.force_login(user)
+    _, response = rate(client, user, "game", 3)  # first rater: 0 points, 20 of 25 after 20 ratings
+    html = body(client.get(response["Location"]))
+    assert "Qualification failed: back to probation" in html
+    assert "You scored 20 points in your first 20 game ratings, fewer than the 25 needed." in html
+    assert client.get(reverse("annotators:play"))["Location"] == reverse("rate", args=["probation"])
+
+
+def test_dispute_is_filed_on_a_game_score(client):
+    CaptionPairFactory(pool=Pool.GAME)
+    user = rater(RaterState.GAME)
+    client.force_login(user)
+    assignment_id, _ = rate(client, user, "game", 2)
+
+    empty = client.post(reverse("dispute", args=[assignment_id]), {"comment": "   "})
+    assert empty.status_code == 400
+    assert not Dispute.objects.exists()
+
+    response = client.post(reverse("dispute", args=[assignment_id]), {"comment": "The caption names the dog."})
+    assert response["Location"] == reverse("feedback", args=[assignment_id])
+    dispute = Dispute.objects.get()
+    assert dispute.rating == Rating.objects.get(assignment_id=assignment_id)
+    assert dispute.comment == "The caption names the dog."
+    assert "Your dispute is filed." in body(client.get(response["Location"]))
+
+    again = client.post(reverse("dispute", args=[assignment_id]), {"comment": "Again."})
+    assert again.status_code == 400
+    assert Dispute.objects.count() == 1
+
+
+def test_tutorial_scores_cannot_be_disputed(client, tutorial):
+    user = rater()
+    client.force_login(user)
+    assignment_id, _ = rate(client, user, "tutorial", 1)
+    response = client.post(reverse("dispute", args=[assignment_id]), {"comment": "I disagree."})
+    assert response.status_code == 400
+    assert not Dispute.objects.exists()
+
+
+# --- Leaderboard and personal page -----------------------------------------------------------
+
+
+def test_leaderboard_opt_out_hides_the_rater(client):
+    rater(RaterState.GAME, game_score=300, display_name="Ada")
+    bob = rater(RaterState.GAME, game_score=120, display_name="Bob")
+    page = body(client.get(reverse("annotators:leaderboard")))
+    assert page.index("Ada") < page.index("Bob")  # ranked by points
+
+    client.force_login(bob)
+    response = client.post(reverse("annotators:me"), {"display_name": "Bob"})  # box unticked: opt out
+    assert response.status_code == 302
+    page = body(client.get(reverse("annotators:leaderboard")))
+    assert "Ada" in page
+    assert "Bob" not in page
+
+
+def test_personal_page_shows_record_and_saves_display_name(client):
+    pair = CaptionPairFactory(pool=Pool.GAME)
+    seed_ratings(pair, [4, 4])
+    user = rater(RaterState.GAME)
+    client.force_login(user)
+    rate(client, user, "game", 4)  # matches the consensus 4: 2 points
+    page = body(client.get(reverse("annotators:me")))
+    assert re.search(r'id="stat-ratings">1<', page)
+    assert re.search(r'id="stat-agreement">100 %<', page)
+    assert re.search(r'id="stat-streak">1<', page)
+    assert re.search(r'id="stat-score">2<', page)
+    assert re.search(r'id="stat-next">250 points<', page)
+
+    client.post(reverse("annotators:me"), {"display_name": "  Grace  ", "on_leaderboard": "on"})
+    profile = RaterProfile.objects.get(user=user)
+    assert (profile.display_name, profile.on_leaderboard) == ("Grace", True)
+
+
+# --- Every page: lang, one <main>, labelled controls ------------------------------------------
+
+
+def test_pages_have_lang_a_main_landmark_and_labelled_radios(client, tutorial):
+    for url in (reverse("home"), reverse("annotators:signup"), reverse("login"), reverse("annotators:leaderboard")):
+        page = Page(body(client.get(url)))
+        assert (page.lang, page.mains) == ("en", 1), url
+
+    client.force_login(rater(consent=False))
+    assert Page(body(client.get(reverse("annotators:consent")))).mains == 1
+
+    user = rater()
+    client.force_login(user)
+    rating_screen = Page(body(client.get(reverse("rate", args=["tutorial"]))))
+    assert (rating_screen.lang, rating_screen.mains) == ("en", 1)
+    assert sorted(rating_screen.radios) == [f"value-{v}" for v in range(1, 6)]
+    assert set(rating_screen.radios) <= rating_screen.label_fors
+    assert rating_screen.legends == 1
+    assert [img["alt"] for img in rating_screen.images] == ["Image to rate"]
+    assert rating_screen.dialogs == ["guide"]
+    assert rating_screen.live_regions >= 1  # the countdown's end is announced
+
+    html = body(client.get(reverse("rate", args=["tutorial"])))
+    assert SPEC_LEVEL_5 in html  # the Rating Guide has the rubric verbatim
+
+    assignment_id, _ = rate(client, user, "tutorial", 5)
+    feedback = Page(body(client.get(reverse("feedback", args=[assignment_id]))))
+    assert (feedback.lang, feedback.mains, feedback.dialogs) == ("en", 1, ["guide"])
+    assert feedback.live_regions >= 1
+
+    for url in (reverse("annotators:intro"), reverse("annotators:me")):
+        page = Page(body(client.get(url)))
+        assert (page.lang, page.mains) == ("en", 1), url

@@ -1,0 +1,165 @@
+"""Which game pair comes next (SPEC section 5): 3 to 7 ratings, never twice, started first."""
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+
+from annotators.models import RaterState
+from ratinggame import game
+from ratinggame.assignment import assign_rank_for, claim_query
+from ratinggame.models import AssignRank
+from tests.ratinggame.journey_helpers import (
+    FAST_HASHERS,
+    T0,
+    Clock,
+    assert_pairs_consistent,
+    game_pairs,
+    probation_pairs,
+    rate_next,
+    rater,
+    seed_ratings,
+    tutorial_pairs,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _three_seconds(settings):
+    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 3.0, "ASSIGNMENT_EXPIRY_SECONDS": 1800}
+    settings.PASSWORD_HASHERS = FAST_HASHERS
+
+
+def serve(user, now=T0):
+    served = game.pair_serve(rater=user, now=now)
+    return None if served is None else served.pair_id
+
+
+@pytest.mark.parametrize(
+    ("human", "in_flight", "rank"),
+    [
+        ([], 0, AssignRank.FRESH),
+        ([3], 0, AssignRank.STARTED),
+        ([], 1, AssignRank.STARTED),  # an open assignment already started it
+        ([3, 3], 0, AssignRank.NEAR_MINIMUM),
+        ([3, 3], 1, None),  # 3 committed, all equal so far: wait for the third
+        ([1, 5], 1, AssignRank.DISAGREEING),  # 3 committed and already disagreeing
+        ([4, 4, 4], 0, None),  # 3 that agree: done
+        ([4, 4, 5], 0, AssignRank.DISAGREEING),
+        ([1, 2, 3, 4, 5, 5], 0, AssignRank.DISAGREEING),
+        ([1, 2, 3, 4, 5, 5], 1, None),  # 7 committed: full
+        ([1, 2, 3, 4, 5, 5, 5], 0, None),
+    ],
+)
+def test_rank_follows_the_rules(human, in_flight, rank):
+    assert (
+        assign_rank_for(
+            human_count=len(human),
+            human_sum=sum(human),
+            human_sumsq=sum(v * v for v in human),
+            in_flight=in_flight,
+        )
+        == rank
+    )
+
+
+def test_a_rater_never_gets_the_same_pair_twice():
+    pairs = game_pairs(3)
+    user, clock = rater(RaterState.GAME), Clock()
+    seen = [rate_next(user, 3, clock)[0].pair_id for _ in range(3)]
+    assert sorted(seen) == sorted(pair.pk for pair in pairs)
+    assert game.pair_serve(rater=user, now=clock.now) is None
+
+
+def test_no_tutorial_or_probation_pair_in_the_game():
+    tutorial_pairs([3, 3])
+    probation_pairs(3)
+    user = rater(RaterState.GAME)
+    assert serve(user) is None
+    (pair,) = game_pairs(1)
+    assert serve(user) == pair.pk
+
+
+def test_started_pairs_come_first_then_disagreeing_then_fresh_and_never_past_7():
+    fresh, disagreeing, started_one, started_two = game_pairs(4)  # fresh has the lowest id
+    seed_ratings(disagreeing, [1, 3, 5])
+    seed_ratings(started_one, [4])
+    seed_ratings(started_two, [3, 3])
+    order = [serve(rater(RaterState.GAME)) for _ in range(9)]
+    # started_two (2 ratings) fills to 3 committed and, agreeing so far, waits; started_one
+    # takes two raters to reach 3; the disagreeing pair takes 4 more up to 7; then the fresh one.
+    assert order == [
+        started_two.pk,
+        started_one.pk,
+        started_one.pk,
+        disagreeing.pk,
+        disagreeing.pk,
+        disagreeing.pk,
+        disagreeing.pk,
+        fresh.pk,
+        fresh.pk,
+    ]
+    assert_pairs_consistent()
+
+
+def test_past_3_only_pairs_whose_ratings_disagree_get_more():
+    agreeing, disagreeing = game_pairs(2)
+    seed_ratings(agreeing, [4, 4, 4])
+    seed_ratings(disagreeing, [4, 4, 5])
+    user, clock = rater(RaterState.GAME), Clock()
+    assert rate_next(user, 4, clock)[0].pair_id == disagreeing.pk
+    assert game.pair_serve(rater=user, now=clock.now) is None
+
+
+def test_a_pair_takes_at_most_7_and_open_assignments_count():
+    (pair,) = game_pairs(1)
+    seed_ratings(pair, [1, 2, 3, 4, 5, 5])
+    first, second = rater(RaterState.GAME), rater(RaterState.GAME)
+    clock = Clock()
+    assert serve(first, clock.now) == pair.pk
+    assert serve(second, clock.now) is None  # 6 stored + 1 open = 7
+    clock.tick(5)
+    served = game.pair_serve(rater=first, now=clock.now)
+    game.rating_submit(rater=first, assignment_id=served.assignment_id, value=2, now=clock.now)
+    pair.refresh_from_db()
+    assert (pair.human_count, pair.assign_rank) == (7, None)
+    assert serve(second, clock.now) is None
+    assert_pairs_consistent()
+
+
+def test_an_expired_open_assignment_gives_its_slot_back():
+    (pair,) = game_pairs(1)
+    seed_ratings(pair, [3, 3])
+    first, second = rater(RaterState.GAME), rater(RaterState.GAME)
+    served = game.pair_serve(rater=first, now=T0)
+    assert served.pair_id == pair.pk
+    assert serve(second, T0 + timedelta(seconds=60)) is None  # 2 + 1 open = 3
+    # Abandoned: after expiry the slot goes to the next rater, and the late rating is refused.
+    assert serve(second, served.expires_at) == pair.pk
+    with pytest.raises(game.RatingRejected) as late:
+        game.rating_submit(rater=first, assignment_id=served.assignment_id, value=3, now=served.expires_at)
+    assert late.value.code == "expired"
+    pair.refresh_from_db()
+    assert pair.in_flight == 1
+    assert_pairs_consistent()
+
+
+def test_next_pair_query_reads_the_rank_index_on_postgresql(require_postgres):
+    """The claim query can be answered from the partial rank index and the (rater, pair) index.
+
+    Sequential scans are switched off so that the plan shows whether the indexes fit the
+    query at all (on a few rows the planner would rightly prefer a scan).
+    """
+    pairs = game_pairs(3)
+    user = rater(RaterState.GAME)
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+    query = claim_query(rater=user)[:1]
+    plan = query.explain()
+    assert "pair_assign_rank_idx" in plan
+    assert "assignment_game_once" in plan
+    assert "Sort" not in plan  # the index order is the serving order: no sort of the pool
+    assert "LockRows" in plan  # the row comes back locked (FOR UPDATE SKIP LOCKED)
+    assert "random" not in str(query.query).lower()
+    assert list(query) == [pairs[0]]

@@ -1,0 +1,354 @@
+"""Every URL of the project, for anonymous, annotator, researcher and admin, against an explicit table.
+
+The walk covers every pattern of the root URL conf, recursively (the site, the API, the staff
+pages, the Django admin), with path converters filled from real objects. A URL pattern with no
+row in the table fails the test, and so does a row whose pattern no longer exists: adding a URL
+means deciding who may use it.
+
+Cells: an HTTP status, LOGIN (302 to the site's log-in page), ADMIN_LOGIN (302 to the admin's),
+or REDIRECT (302 elsewhere: the journey sends a rater to their own step). GET is tried on every
+URL; the write methods (POST, DELETE) of the routes that take them are in a second table, sent
+with an empty body so that an authorized request stops at validation and changes nothing.
+"""
+
+import re
+
+import pytest
+from django.apps import apps
+from django.contrib import admin as django_admin
+from django.contrib.contenttypes.models import ContentType
+from django.core.cache import cache
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+
+from annotators.models import (
+    CompetencyAnalysis,
+    Dispute,
+    ProbationRound,
+    RaterAction,
+    RaterProfile,
+    RaterState,
+)
+from ratinggame import game
+from ratinggame.models import Pool
+from scoring.models import Calibration, ExportJob, ModelRating, PredictorRun
+from tests.factories import CaptionPairFactory, ProbationPairFactory, rating_make
+from tests.ratinggame.api_helpers import admin, annotator, researcher
+
+pytestmark = pytest.mark.django_db
+
+LOGIN, ADMIN_LOGIN, REDIRECT = "login", "admin-login", "redirect"
+ROLES = ("anonymous", "annotator", "researcher", "admin")
+
+# Who may do what. Values per role: (anonymous, annotator, researcher, admin).
+PUBLIC = (200, 200, 200, 200)
+SIGNED_IN = (LOGIN, 200, 200, 200)
+RESEARCH_PAGE = (LOGIN, 403, 200, 200)
+STAFF_PAGE = (LOGIN, 403, 403, 200)
+API_PUBLIC = (200, 200, 200, 200)
+API_GAME = (401, 200, 403, 200)
+API_GAME_WRITE_ONLY = (401, 405, 403, 405)  # GET on a POST-only game endpoint
+API_RESEARCH = (401, 403, 200, 200)
+API_RESEARCH_WRITE_ONLY = (401, 403, 405, 405)
+API_ADMIN = (401, 403, 403, 200)
+API_ADMIN_WRITE_ONLY = (401, 403, 403, 405)
+DJANGO_ADMIN = (ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, 200)
+
+GET_TABLE = {
+    # --- The site and the journey (the annotator is in the game; the researcher and the admin
+    # never gave consent, so the journey sends them to the consent page).
+    "": PUBLIC,
+    "accounts/signup/": (200, REDIRECT, REDIRECT, REDIRECT),
+    "play/": (LOGIN, REDIRECT, REDIRECT, REDIRECT),
+    "play/consent/": (LOGIN, REDIRECT, 200, 200),
+    "play/introduction/": (LOGIN, 200, REDIRECT, REDIRECT),
+    "play/suspended/": (LOGIN, REDIRECT, REDIRECT, REDIRECT),
+    "leaderboard/": PUBLIC,
+    "me/": SIGNED_IN,
+    "play/<stage:stage>/": (LOGIN, 200, REDIRECT, REDIRECT),
+    "play/feedback/<int:assignment_id>/": (LOGIN, 200, REDIRECT, REDIRECT),
+    "play/feedback/<int:assignment_id>/dispute/": (LOGIN, 405, 405, 405),
+    # --- Accounts (Django's views; the log-in page is behind the log-in limiter).
+    "accounts/login/": PUBLIC,
+    "accounts/logout/": (405, 405, 405, 405),
+    "accounts/password_change/": SIGNED_IN,
+    "accounts/password_change/done/": SIGNED_IN,
+    "accounts/password_reset/": PUBLIC,
+    "accounts/password_reset/done/": PUBLIC,
+    "accounts/reset/<uidb64>/<token>/": PUBLIC,
+    "accounts/reset/done/": PUBLIC,
+    # --- Research pages.
+    "research/": RESEARCH_PAGE,
+    "research/exports/": (405, 405, 405, 405),
+    "research/exports/<int:job_id>/status/": RESEARCH_PAGE,
+    "research/exports/<int:job_id>/download/": RESEARCH_PAGE,
+    # --- Staff pages.
+    "staff/": STAFF_PAGE,
+    "staff/raters/<int:profile_id>/": STAFF_PAGE,
+    "staff/raters/<int:profile_id>/suspend/": STAFF_PAGE,
+    "staff/raters/<int:profile_id>/reinstate/": STAFF_PAGE,
+    "staff/raters/<int:profile_id>/probation/": STAFF_PAGE,
+    "staff/disputes/": STAFF_PAGE,
+    "staff/disputes/<int:dispute_id>/resolve/": STAFF_PAGE,
+    "staff/competency/refresh/": STAFF_PAGE,
+    # --- Operations.
+    "healthz": PUBLIC,
+    "media/<path:path>": PUBLIC,
+    # --- The API.
+    "api/schema/": API_PUBLIC,
+    "api/docs/": API_PUBLIC,
+    "api/redoc/": API_PUBLIC,
+    "api/auth/signup": (405, 405, 405, 405),
+    "api/auth/token": (401, 405, 405, 405),
+    "api/game/step": API_GAME,
+    "api/game/consent": API_GAME_WRITE_ONLY,
+    "api/game/next": API_GAME_WRITE_ONLY,
+    "api/game/submit": API_GAME_WRITE_ONLY,
+    # The admin may play, but this assignment is the annotator's: not_yours.
+    "api/game/feedback/<int:assignment_id>": (401, 200, 403, 403),
+    "api/pairs/": API_RESEARCH,
+    "api/pairs/import": API_RESEARCH_WRITE_ONLY,
+    "api/pairs/<int:pk>/": API_RESEARCH,
+    "api/ratings/": API_RESEARCH,
+    "api/ratings/<int:pk>/": API_RESEARCH,
+    "api/exports/": API_RESEARCH,
+    "api/exports/<int:pk>/": API_RESEARCH,
+    "api/exports/<int:pk>/download": API_RESEARCH,
+    "api/admin/raters/": API_ADMIN,
+    "api/admin/raters/<int:profile_id>/": API_ADMIN,
+    "api/admin/raters/<int:profile_id>/suspend": API_ADMIN_WRITE_ONLY,
+    "api/admin/raters/<int:profile_id>/reinstate": API_ADMIN_WRITE_ONLY,
+    "api/admin/raters/<int:profile_id>/probation": API_ADMIN_WRITE_ONLY,
+    "api/admin/actions/": API_ADMIN,
+    "api/^(?P<path>.*)$": (404, 404, 404, 404),
+    # --- The Django admin: staff only (the admin role is staff; the others are sent to its log-in).
+    "admin/login/": (200, 200, 200, REDIRECT),
+    "admin/": DJANGO_ADMIN,
+    "admin/logout/": (REDIRECT, REDIRECT, REDIRECT, 405),
+    "admin/password_change/": DJANGO_ADMIN,
+    "admin/password_change/done/": DJANGO_ADMIN,
+    "admin/autocomplete/": (ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, 403),
+    "admin/jsi18n/": DJANGO_ADMIN,
+    # CaptionPair has no page on the site: nothing to view.
+    "admin/r/<path:content_type_id>/<path:object_id>/": (ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, 404),
+    "admin/auth/user/<id>/password/": DJANGO_ADMIN,
+    "admin/^(?P<app_label>auth|authtoken|ratinggame|annotators|scoring)/$": DJANGO_ADMIN,
+    "admin/(?P<url>.*)$": (ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, 404),
+}
+# Every registered model's admin pages (changelist, add, change, delete, history; the bare
+# object URL redirects to its change page). The model part of the route is matched, so a new
+# model admin needs no row, but a new kind of admin page does.
+ADMIN_MODEL_ROUTES = {
+    "": DJANGO_ADMIN,
+    "add/": DJANGO_ADMIN,
+    "<path:object_id>/change/": DJANGO_ADMIN,
+    "<path:object_id>/delete/": DJANGO_ADMIN,
+    "<path:object_id>/history/": DJANGO_ADMIN,
+    "<path:object_id>/": (ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, REDIRECT),
+}
+
+# Write methods, sent with an empty body: an authorized request stops at validation (400) or at
+# a page that shows the form again; an unauthorized one never gets that far.
+WRITE_TABLE = {
+    ("POST", "play/consent/"): (LOGIN, REDIRECT, 400, 400),
+    ("POST", "play/<stage:stage>/"): (LOGIN, 400, REDIRECT, REDIRECT),
+    ("POST", "play/feedback/<int:assignment_id>/dispute/"): (LOGIN, 400, REDIRECT, REDIRECT),
+    ("POST", "research/exports/"): (LOGIN, 403, 400, 400),
+    ("POST", "staff/raters/<int:profile_id>/suspend/"): (LOGIN, 403, 403, 400),
+    ("POST", "staff/raters/<int:profile_id>/reinstate/"): (LOGIN, 403, 403, 400),
+    ("POST", "staff/raters/<int:profile_id>/probation/"): (LOGIN, 403, 403, 400),
+    ("POST", "staff/disputes/<int:dispute_id>/resolve/"): (LOGIN, 403, 403, 400),
+    ("POST", "api/auth/signup"): (400, 400, 400, 400),
+    ("POST", "api/auth/token"): (400, 400, 400, 400),
+    ("DELETE", "api/auth/token"): (401, 204, 204, 204),
+    ("POST", "api/game/consent"): (401, 400, 403, 400),
+    ("POST", "api/game/submit"): (401, 400, 403, 400),
+    ("POST", "api/pairs/import"): (401, 403, 400, 400),
+    ("POST", "api/exports/"): (401, 403, 400, 400),
+    ("POST", "api/admin/raters/<int:profile_id>/suspend"): (401, 403, 403, 400),
+    ("POST", "api/admin/raters/<int:profile_id>/reinstate"): (401, 403, 403, 400),
+    ("POST", "api/admin/raters/<int:profile_id>/probation"): (401, 403, 403, 400),
+}
+
+# Bodies other than empty: the export form's defaults are all valid, so it gets an invalid one.
+WRITE_BODIES = {("POST", "api/exports/"): b'{"min_ratings": 0}'}
+
+# URLs for the regular-expression patterns (which have no converters to fill).
+REGEX_URLS = {
+    "api/^(?P<path>.*)$": "/api/no/such/endpoint",
+    "admin/^(?P<app_label>auth|authtoken|ratinggame|annotators|scoring)/$": "/admin/ratinggame/",
+    "admin/(?P<url>.*)$": "/admin/no-such-page/",
+}
+
+
+def walk(patterns, prefix: str = ""):
+    """(route, pattern, admin model or None) for every URL pattern, depth first."""
+    for entry in patterns:
+        if isinstance(entry, URLResolver):
+            yield from walk(entry.url_patterns, prefix + str(entry.pattern))
+        elif isinstance(entry, URLPattern):
+            yield prefix + str(entry.pattern), entry
+
+
+ADMIN_MODEL = re.compile(r"^admin/(?P<app>[a-z_]+)/(?P<model>[a-z_]+)/(?P<rest>.*)$")
+
+
+def admin_model_of(route: str):
+    match = ADMIN_MODEL.match(route)
+    if not match or match["rest"] not in ADMIN_MODEL_ROUTES:
+        return None, None
+    try:
+        model = apps.get_model(match["app"], match["model"])
+    except LookupError:
+        return None, None
+    return (model, match["rest"]) if model in django_admin.site._registry else (None, None)
+
+
+@pytest.fixture
+def world(settings):
+    """One of everything a URL can point at, owned by the annotator where it matters."""
+    cache.clear()
+    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 0}
+    people = {"annotator": annotator(state=RaterState.GAME), "researcher": researcher(), "admin": admin()}
+    rater = people["annotator"]
+    pairs = [CaptionPairFactory(pool=Pool.GAME) for _ in range(3)]
+    served = game.pair_serve(rater=rater)
+    feedback = game.rating_submit(rater=rater, assignment_id=served.assignment_id, value=3)
+    other = annotator(state=RaterState.GAME)
+    rating = rating_make(rater=other, pair=pairs[1], value=4, stage="game")
+    profile = RaterProfile.objects.get(user=rater)
+    ProbationRound.objects.create(profile=profile, number=1, pair_order=[ProbationPairFactory().pk])
+    dispute = Dispute.objects.create(rating_id=feedback.rating_id, comment="too harsh")
+    RaterAction.objects.create(rater=profile, actor=people["admin"], action="note", reason="seen")
+    CompetencyAnalysis.objects.create()
+    calibration = Calibration.objects.create(model_identity="m", method="default", x_knots=[0, 1], y_knots=[1, 5])
+    ModelRating.objects.create(
+        pair=pairs[0], slot=1, model_identity="m", metric="clip_s", raw_score=0.3, value=3.2, calibration=calibration
+    )
+    PredictorRun.objects.create()
+    job = ExportJob.objects.create(
+        created_by=people["researcher"],
+        status=ExportJob.Status.DONE,
+        archive="exports/1.zip",
+        finished_at=timezone.now(),
+    )
+    archive = settings.MEDIA_ROOT / "exports" / f"{job.pk}.zip"
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    archive.write_bytes(b"PK\x05\x06" + b"\x00" * 18)  # an empty zip
+    ExportJob.objects.filter(pk=job.pk).update(archive=f"exports/{job.pk}.zip")
+    Token.objects.create(user=other)
+    return {
+        "people": people,
+        "values": {
+            "stage": "game",
+            "assignment_id": served.assignment_id,
+            "job_id": job.pk,
+            "profile_id": profile.pk,
+            "dispute_id": dispute.pk,
+            "uidb64": "MQ",
+            "token": "set-password",
+            "id": rater.pk,
+            "content_type_id": ContentType.objects.get_for_model(pairs[0]).pk,
+        },
+        "pk": {"api/pairs/": pairs[0].pk, "api/ratings/": rating.pk, "api/exports/": job.pk},
+        "media": pairs[0].image.file.name,
+    }
+
+
+CONVERTER = re.compile(r"<(?:(?P<kind>\w+):)?(?P<name>\w+)>")
+
+
+def url_for(route: str, world: dict) -> str:
+    if route in REGEX_URLS:
+        return REGEX_URLS[route]
+    model, _ = admin_model_of(route)
+
+    def value(match: re.Match) -> str:
+        name = match["name"]
+        if name == "object_id" and model is not None:
+            instance = model._default_manager.order_by("pk").first()
+            assert instance is not None, f"the world has no {model.__name__}: add one for {route}"
+            return str(instance.pk)
+        if name == "object_id":  # admin:view_on_site
+            return str(next(iter(world["pk"].values())))
+        if name == "pk":
+            prefix = next(p for p in world["pk"] if route.startswith(p))
+            return str(world["pk"][prefix])
+        if name == "path":
+            return world["media"]
+        return str(world["values"][name])
+
+    return "/" + CONVERTER.sub(value, route)
+
+
+def expected_for(route: str) -> tuple:
+    if route in GET_TABLE:
+        return GET_TABLE[route]
+    model, rest = admin_model_of(route)
+    if model is not None:
+        return ADMIN_MODEL_ROUTES[rest]
+    raise KeyError(route)
+
+
+def outcome(response) -> object:
+    if response.status_code == 302:
+        location = response["Location"]
+        if location.startswith("/admin/login/"):
+            return ADMIN_LOGIN
+        if location.startswith("/accounts/login/"):
+            return LOGIN
+        return REDIRECT
+    return response.status_code
+
+
+def client_for(role: str, world: dict) -> Client:
+    client = Client()
+    if role != "anonymous":
+        client.force_login(world["people"][role])
+    return client
+
+
+def all_routes() -> list[str]:
+    return list(dict.fromkeys(route for route, _ in walk(get_resolver().url_patterns)))
+
+
+def test_every_url_pattern_has_a_row_and_every_row_a_pattern():
+    routes = all_routes()
+    missing = [route for route in routes if route not in GET_TABLE and admin_model_of(route)[0] is None]
+    assert not missing, f"URL patterns without a row in GET_TABLE: {missing}"
+    stale = [route for route in GET_TABLE if route not in routes]
+    assert not stale, f"rows for URL patterns that no longer exist: {stale}"
+    stale_writes = [key for key in WRITE_TABLE if key[1] not in routes]
+    assert not stale_writes, stale_writes
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_url_answers_each_role_as_the_table_says(role, world):
+    client = client_for(role, world)
+    wrong = []
+    for route in all_routes():
+        url = url_for(route, world)
+        expected = expected_for(route)[ROLES.index(role)]
+        got = outcome(client.get(url))
+        if got != expected:
+            wrong.append(f"GET {url} ({route}): expected {expected}, got {got}")
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_write_route_answers_each_role_as_the_table_says(role, world):
+    client = client_for(role, world)
+    wrong = []
+    for (method, route), expected_row in WRITE_TABLE.items():
+        url = url_for(route, world)
+        body = WRITE_BODIES.get((method, route), b"")
+        response = client.generic(method, url, body, content_type="application/json")
+        got, expected = outcome(response), expected_row[ROLES.index(role)]
+        if got != expected:
+            wrong.append(f"{method} {url}: expected {expected}, got {got}")
+    assert not wrong, "\n".join(wrong)
+    # Nothing above was allowed to change anything: no staff action, no export, no new account.
+    assert RaterAction.objects.filter(action__in=["suspend", "reinstate", "send_to_probation"]).count() == 0
+    assert ExportJob.objects.count() == 1

@@ -1,0 +1,132 @@
+"""The environment switches of ratinggame.settings, each read by a fresh interpreter."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PROBE = """
+import json, django
+from django.conf import settings
+django.setup()
+db = settings.DATABASES["default"]
+print(json.dumps({
+    "engine": db["ENGINE"], "name": str(db["NAME"]), "host": db.get("HOST", ""),
+    "eager": settings.CELERY_TASK_ALWAYS_EAGER, "broker": settings.CELERY_BROKER_URL,
+    "debug": settings.DEBUG, "hosts": settings.ALLOWED_HOSTS, "media": str(settings.MEDIA_ROOT),
+    "hsts": getattr(settings, "SECURE_HSTS_SECONDS", 0),
+}))
+"""
+
+CLEARED = (
+    "DATABASE_URL",
+    "CELERY_BROKER_URL",
+    "DJANGO_DEBUG",
+    "DJANGO_SECRET_KEY",
+    "DJANGO_ALLOWED_HOSTS",
+    "MEDIA_ROOT",
+    "RATINGGAME_VAR_DIR",
+)
+
+
+def probe(tmp_path, **env) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if k not in CLEARED}
+    environment.update({"DJANGO_SETTINGS_MODULE": "ratinggame.settings", "RATINGGAME_VAR_DIR": str(tmp_path / "var")})
+    environment.update(env)
+    return subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120
+    )
+
+
+def settings_of(tmp_path, **env) -> dict:
+    result = probe(tmp_path, **env)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_laptop_defaults_are_sqlite_under_var_eager_and_debug(tmp_path):
+    conf = settings_of(tmp_path)
+    assert conf["engine"] == "django.db.backends.sqlite3"
+    assert conf["name"] == str(tmp_path / "var" / "db.sqlite3")
+    assert conf["eager"] is True
+    assert conf["broker"] == "memory://"
+    assert conf["debug"] is True
+    assert conf["media"] == str(tmp_path / "var" / "media")
+
+
+def test_postgres_url_selects_postgresql(tmp_path):
+    conf = settings_of(tmp_path, DATABASE_URL="postgres://rater:pw@db.internal:5433/ratings")
+    assert conf["engine"] == "django.db.backends.postgresql"
+    assert conf["name"] == "ratings"
+    assert conf["host"] == "db.internal"
+
+
+def test_sqlite_url_selects_that_file(tmp_path):
+    target = tmp_path / "elsewhere.sqlite3"
+    conf = settings_of(tmp_path, DATABASE_URL=f"sqlite:///{target}")
+    assert conf["engine"] == "django.db.backends.sqlite3"
+    assert conf["name"] == str(target)
+
+
+def test_unsupported_database_scheme_is_a_clear_error(tmp_path):
+    result = probe(tmp_path, DATABASE_URL="mysql://root@localhost/x")
+    assert result.returncode != 0
+    assert "DATABASE_URL scheme 'mysql' is not supported" in result.stderr
+
+
+def test_broker_url_turns_off_eager_mode(tmp_path):
+    conf = settings_of(tmp_path, CELERY_BROKER_URL="redis://127.0.0.1:6379/0")
+    assert conf["eager"] is False
+    assert conf["broker"] == "redis://127.0.0.1:6379/0"
+
+
+def test_media_root_from_environment(tmp_path):
+    conf = settings_of(tmp_path, MEDIA_ROOT=str(tmp_path / "images"))
+    assert conf["media"] == str(tmp_path / "images")
+
+
+def test_production_refuses_to_start_without_secret_key(tmp_path):
+    result = probe(tmp_path, DJANGO_DEBUG="0", DJANGO_ALLOWED_HOSTS="ratings.example.org")
+    assert result.returncode != 0
+    assert "DJANGO_SECRET_KEY must be set" in result.stderr
+
+
+def test_production_refuses_to_start_without_allowed_hosts(tmp_path):
+    result = probe(tmp_path, DJANGO_DEBUG="0", DJANGO_SECRET_KEY="x" * 50)
+    assert result.returncode != 0
+    assert "DJANGO_ALLOWED_HOSTS must be set" in result.stderr
+
+
+def test_production_settings_with_secret_and_hosts(tmp_path):
+    conf = settings_of(
+        tmp_path, DJANGO_DEBUG="0", DJANGO_SECRET_KEY="s" * 50, DJANGO_ALLOWED_HOSTS="ratings.example.org"
+    )
+    assert conf["debug"] is False
+    assert conf["hosts"] == ["ratings.example.org"]
+    assert conf["hsts"] >= 31_536_000
+
+
+@pytest.mark.parametrize("value", ["maybe", "2"])
+def test_malformed_boolean_is_a_clear_error(tmp_path, value):
+    result = probe(tmp_path, DJANGO_DEBUG=value)
+    assert result.returncode != 0
+    assert "DJANGO_DEBUG must be one of" in result.stderr
+
+
+def test_web_process_never_imports_torch(tmp_path):
+    code = (
+        "import sys, django; django.setup();"
+        "import ratinggame.urls, ratinggame.admin, annotators.admin, scoring.admin;"
+        "from django.urls import get_resolver; get_resolver().url_patterns;"
+        "heavy = [m for m in ('torch', 'open_clip', 'torchvision') if m in sys.modules];"
+        "print(heavy); sys.exit(1 if heavy else 0)"
+    )
+    environment = {k: v for k, v in os.environ.items() if k not in CLEARED}
+    environment.update({"DJANGO_SETTINGS_MODULE": "ratinggame.settings", "RATINGGAME_VAR_DIR": str(tmp_path)})
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=environment, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -1,0 +1,339 @@
+"""Loading open_clip checkpoints as scorers and scoring pairs (SPEC section 4).
+
+No pretrained weights can be downloaded here, so a tiny randomly initialised open_clip model
+(2-layer towers, 64 wide, 32 px images, the standard 49408-token vocabulary and 77-token
+context) is saved in each checkpoint format and loaded through `load_scorer`, the path users
+take. Expected values come from open_clip's own loader and encoders, scored with
+`scoring.clipscore` (whose formulas are checked by hand in test_clipscore.py).
+"""
+
+import hashlib
+import io
+import json
+import warnings
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed (model priming runs on worker machines)")
+open_clip = pytest.importorskip("open_clip", reason="open_clip is not installed (model priming runs on workers)")
+
+from PIL import Image  # noqa: E402
+from safetensors.torch import save_file  # noqa: E402
+
+from scoring.clip_models import ScorerLoadError, encode_text_trimmed, load_scorer  # noqa: E402
+from scoring.clipscore import clip_s, ref_clip_s  # noqa: E402
+
+TINY = "ratinggame-tiny-clip"
+TINY_CFG = {
+    "embed_dim": 32,
+    "vision_cfg": {"image_size": 32, "layers": 2, "width": 64, "patch_size": 16, "head_width": 32},
+    "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 64, "heads": 2, "layers": 2},
+}
+# Another architecture: one vision block fewer, one text block more, a wider embedding.
+OTHER = "ratinggame-tiny-clip-other"
+OTHER_CFG = {
+    "embed_dim": 48,
+    "vision_cfg": {"image_size": 32, "layers": 1, "width": 64, "patch_size": 16, "head_width": 32},
+    "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 64, "heads": 2, "layers": 3},
+}
+PROMPT = "A photo depicts "  # CLIPScore's prompt, written out so the tests do not reuse the code's constant
+
+
+@pytest.fixture(autouse=True)
+def _isolated_media():
+    """These tests touch no Django state; this stands in for the project-wide fixture so they
+    also run with `-p no:django`."""
+    yield
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tiny_clip")
+    for name, cfg in ((TINY, TINY_CFG), (OTHER, OTHER_CFG)):
+        (root / f"{name}.json").write_text(json.dumps(cfg))
+        open_clip.add_model_config(root / f"{name}.json")
+    torch.manual_seed(0)
+    model = open_clip.create_model(TINY).eval()
+    state_dict = {k: v.contiguous() for k, v in model.state_dict().items()}
+    files = SimpleNamespace(root=root, model=model, state_dict=state_dict)
+
+    files.pt = root / "tiny.pt"
+    torch.save(state_dict, files.pt)
+    files.safetensors = root / "tiny.safetensors"
+    save_file(state_dict, str(files.safetensors))
+    files.directory = root / "tiny-dir"
+    files.directory.mkdir()
+    config = {"model_cfg": TINY_CFG, "preprocess_cfg": model.visual.preprocess_cfg}
+    (files.directory / "open_clip_config.json").write_text(json.dumps(config))
+    save_file(state_dict, str(files.directory / "open_clip_model.safetensors"))
+    # PAC-S releases a training checkpoint: {"state_dict": {...}} saved from DataParallel.
+    files.pacs = root / "pacs.pth"
+    torch.save({"state_dict": {f"module.{k}": v for k, v in state_dict.items()}, "epoch": 3}, files.pacs)
+    return files
+
+
+def synthetic_images(n, seed=0):
+    rng = np.random.default_rng(seed)
+    images = [Image.fromarray(rng.integers(0, 256, size=(40, 48, 3), dtype=np.uint8)) for _ in range(n)]
+    images[-1] = images[-1].convert("L")  # a greyscale image goes through the RGB conversion
+    return images
+
+
+def reference_embeddings(checkpoint, images, texts, quick_gelu=False):
+    """Embeddings from open_clip's own loader, preprocessing, tokenizer and encoders."""
+    model, _, preprocess = open_clip.create_model_and_transforms(
+        TINY, pretrained=str(checkpoint), force_quick_gelu=quick_gelu
+    )
+    tokenizer = open_clip.get_tokenizer(TINY)
+    with torch.no_grad():
+        image_features = model.eval().encode_image(torch.stack([preprocess(im) for im in images])).numpy()
+        text_features = model.encode_text(tokenizer([PROMPT + t for t in texts])).numpy()
+    return image_features, text_features
+
+
+def counting_loaders(images):
+    calls = [0] * len(images)
+
+    def loader(i):
+        def load():
+            calls[i] += 1
+            return images[i]
+
+        return load
+
+    return [loader(i) for i in range(len(images))], calls
+
+
+CAPTIONS = [
+    (0, "a dog runs on the beach"),
+    (0, "a brown dog near the sea"),
+    (0, "waves"),
+    (1, "two people ride bicycles"),
+    (1, "a street at night"),
+    (2, "a bowl of fruit on a table"),
+    (2, "apples"),
+]
+REFERENCES = {0: ["a dog on a beach", "a dog running by the water"], 2: ["fruit in a bowl"]}
+
+
+def items_for(loaders, keys=("img-a", "img-b", "img-c")):
+    return [(keys[i], loaders[i], caption, REFERENCES.get(i)) for i, caption in CAPTIONS]
+
+
+def test_state_dict_file_scores_equal_clip_s_of_the_models_own_embeddings(tiny):
+    images = synthetic_images(3)
+    loaders, _ = counting_loaders(images)
+    scorer = load_scorer(TINY, str(tiny.pt), device="cpu")
+    results = scorer.score_pairs(items_for(loaders))
+
+    captions = [c for _, c in CAPTIONS]
+    refs = sorted({r for rs in REFERENCES.values() for r in rs})
+    image_features, text_features = reference_embeddings(tiny.pt, images, captions + refs)
+    rows = [i for i, _ in CAPTIONS]
+    expected = clip_s(image_features[rows], text_features[: len(captions)], w=2.5)
+    assert (expected > 0).any()  # random weights: make sure not every score is the 0 floor
+    assert [r.error for r in results] == [None] * 7
+    assert [r.clip_s for r in results] == pytest.approx(expected.tolist(), abs=1e-5)
+
+    with_refs = [j for j, (i, _) in enumerate(CAPTIONS) if i in REFERENCES]
+    ref_sets = [text_features[[len(captions) + refs.index(r) for r in REFERENCES[CAPTIONS[j][0]]]] for j in with_refs]
+    expected_ref = ref_clip_s(image_features[[rows[j] for j in with_refs]], text_features[with_refs], ref_sets)
+    assert [results[j].ref_clip_s for j in with_refs] == pytest.approx(expected_ref.tolist(), abs=1e-5)
+    assert [results[j].ref_clip_s for j, (i, _) in enumerate(CAPTIONS) if i not in REFERENCES] == [None, None]
+
+    assert scorer.identity["model"] == TINY
+    assert scorer.identity["pretrained"] == str(tiny.pt)
+    assert scorer.identity["sha256"] == hashlib.sha256(tiny.pt.read_bytes()).hexdigest()
+    assert scorer.identity["w"] == 2.5
+    assert scorer.identity["quick_gelu"] is False
+
+
+@pytest.mark.parametrize("source", ["safetensors", "directory", "local-dir"])
+def test_safetensors_file_and_checkpoint_directory_load_the_same_weights(tiny, source):
+    if source == "safetensors":
+        scorer = load_scorer(TINY, str(tiny.safetensors), device="cpu")
+    elif source == "directory":
+        scorer = load_scorer(str(tiny.directory), device="cpu")
+    else:
+        scorer = load_scorer(f"local-dir:{tiny.directory}", device="cpu")
+    images = synthetic_images(2)
+    image_features, text_features = reference_embeddings(tiny.pt, images, ["a cat", "a red car"])
+    np.testing.assert_allclose(scorer.encode_images(images), image_features, atol=1e-5)
+    np.testing.assert_allclose(scorer.encode_texts(["a cat", "a red car"]), text_features, atol=1e-5)
+
+
+def test_each_image_is_decoded_and_encoded_once_for_all_its_captions(tiny):
+    scorer = load_scorer(TINY, str(tiny.pt), device="cpu")
+    loaders, calls = counting_loaders(synthetic_images(3))
+    first = scorer.score_pairs(items_for(loaders), batch_size=8)
+    # 3 images, 7 captions: 3 images decoded and encoded, in one batch
+    assert calls == [1, 1, 1]
+    assert (scorer.images_encoded, scorer.image_encoder_calls) == (3, 1)
+
+    again = scorer.score_pairs(items_for(loaders), batch_size=8)
+    # the embeddings are cached by image key: no decoding or encoding the second time
+    assert calls == [1, 1, 1]
+    assert (scorer.images_encoded, scorer.image_cache_hits) == (3, 3)
+    assert [r.clip_s for r in again] == [r.clip_s for r in first]
+
+
+def test_image_features_reuse_the_embeddings_cached_by_score_pairs(tiny):
+    scorer = load_scorer(TINY, str(tiny.pt), device="cpu")
+    loaders, calls = counting_loaders(synthetic_images(3))
+    scorer.score_pairs(items_for(loaders))
+    bad = ("bad", lambda: Image.open(io.BytesIO(b"not an image")), "x", None)
+    features, errors = scorer.image_features([*items_for(loaders), bad])
+    assert calls == [1, 1, 1]
+    assert sorted(features) == ["img-a", "img-b", "img-c"] and list(errors) == ["bad"]
+    np.testing.assert_allclose(features["img-b"], scorer.encode_images([synthetic_images(3)[1]])[0], atol=1e-6)
+
+
+def test_decoding_in_worker_threads_gives_the_same_scores(tiny):
+    images = synthetic_images(3)
+    loaders, calls = counting_loaders(images)
+    sequential = load_scorer(TINY, str(tiny.pt), device="cpu", decode_workers=0).score_pairs(items_for(loaders), 2)
+    threaded_scorer = load_scorer(TINY, str(tiny.pt), device="cpu", decode_workers=2)
+    threaded = threaded_scorer.score_pairs(items_for(loaders), 2)
+    assert [r.clip_s for r in threaded] == pytest.approx([r.clip_s for r in sequential], abs=1e-6)
+    assert calls == [2, 2, 2]  # once per scorer
+    assert (threaded_scorer.images_encoded, threaded_scorer.image_encoder_calls) == (3, 2)
+
+
+def test_images_and_texts_are_encoded_in_batches(tiny):
+    scorer = load_scorer(TINY, str(tiny.pt), device="cpu")
+    loaders, _ = counting_loaders(synthetic_images(5))
+    items = [(f"k{i}", loaders[i], f"caption number {i}", None) for i in range(5)]
+    scorer.score_pairs(items, batch_size=2)
+    assert (scorer.images_encoded, scorer.image_encoder_calls) == (5, 3)  # batches of 2, 2, 1
+    assert (scorer.texts_encoded, scorer.text_encoder_calls) == (5, 3)
+
+
+def test_the_embedding_cache_is_bounded(tiny):
+    scorer = load_scorer(TINY, str(tiny.pt), device="cpu", cache_size=2)
+    loaders, calls = counting_loaders(synthetic_images(3))
+    for i in (0, 1, 2, 0):  # the least recently used image (0) was evicted by the third one
+        scorer.score_pairs([(f"k{i}", loaders[i], "a caption", None)])
+    assert calls == [2, 1, 1]
+
+
+def test_an_undecodable_image_fails_only_its_own_pairs(tiny):
+    scorer = load_scorer(TINY, str(tiny.pt), device="cpu")
+    good = synthetic_images(1)[0].convert("RGB")
+    buffer = io.BytesIO()
+    good.save(buffer, format="PNG")
+    truncated = buffer.getvalue()[:60]  # the header parses, the pixels do not
+    items = [
+        ("bad", lambda: Image.open(io.BytesIO(b"this is not an image")), "a caption", None),
+        ("cut", lambda: Image.open(io.BytesIO(truncated)), "a caption", None),
+        ("good", lambda: good, "a caption", None),
+        ("bad", lambda: Image.open(io.BytesIO(b"this is not an image")), "another caption", ["a reference"]),
+    ]
+    results = scorer.score_pairs(items)
+    for r in (results[0], results[1], results[3]):
+        assert r.clip_s is None and r.ref_clip_s is None
+        assert "image could not be decoded" in r.error
+    assert results[2].error is None
+    assert results[2].clip_s == scorer.score_pairs([("good2", lambda: good, "a caption", None)])[0].clip_s
+
+
+def test_a_caption_longer_than_the_context_is_truncated_to_77_tokens(tiny):
+    scorer = load_scorer(TINY, str(tiny.pt), device="cpu")
+    image = synthetic_images(1)[0]
+    long_caption = " ".join(["a small brown dog jumps over the old wooden fence"] * 30)  # ~300 tokens
+    assert len(open_clip.get_tokenizer(TINY).encode(PROMPT + long_caption)) > 77
+    result = scorer.score_pairs([("k", lambda: image, long_caption, None)])[0]
+    image_features, text_features = reference_embeddings(tiny.pt, [image], [long_caption])
+    assert result.error is None
+    assert result.clip_s == pytest.approx(clip_s(image_features, text_features)[0], abs=1e-5)
+
+
+def test_cutting_the_padding_leaves_text_embeddings_unchanged(tiny):
+    tokenizer = open_clip.get_tokenizer(TINY)
+    tokens = tokenizer(["a dog", "a much longer caption about a dog that runs along the beach", "x " * 100])
+    with torch.no_grad():
+        np.testing.assert_allclose(
+            encode_text_trimmed(tiny.model, tokens[:2]).numpy(), tiny.model.encode_text(tokens[:2]).numpy(), atol=1e-5
+        )
+        np.testing.assert_allclose(
+            encode_text_trimmed(tiny.model, tokens).numpy(), tiny.model.encode_text(tokens).numpy(), atol=1e-5
+        )
+
+
+def test_pacs_checkpoint_loads_nested_prefixed_weights_and_scores_with_w_2(tiny):
+    scorer = load_scorer(TINY, str(tiny.pacs), device="cpu", pacs=True)
+    assert scorer.w == 2.0 and scorer.identity["w"] == 2.0 and scorer.identity["pac_s"] is True
+    images = synthetic_images(2)
+    image_features, text_features = reference_embeddings(tiny.pt, images, ["a cat", "a red car"])
+    results = scorer.score_pairs([("a", lambda: images[0], "a cat", None), ("b", lambda: images[1], "a red car", None)])
+    assert [r.clip_s for r in results] == pytest.approx(clip_s(image_features, text_features, w=2.0).tolist(), abs=1e-5)
+
+
+def test_openai_checkpoints_get_quick_gelu(tiny):
+    # OpenAI releases TorchScript archives; their state also carries input_resolution & co.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tokens = open_clip.get_tokenizer(TINY)(["a"])
+        traced = torch.jit.trace(tiny.model, (torch.zeros(1, 3, 32, 32), tokens), check_trace=False)
+        torch.jit.save(traced, str(tiny.root / "openai-like.pt"))
+    metadata = dict(tiny.state_dict, input_resolution=torch.tensor(32), context_length=torch.tensor(77))
+    torch.save(metadata, tiny.root / "openai-state.pt")
+
+    images = synthetic_images(2)
+    image_features, _ = reference_embeddings(tiny.pt, images, ["a"], quick_gelu=True)
+    for name in ("openai-like.pt", "openai-state.pt"):
+        scorer = load_scorer(TINY, str(tiny.root / name), device="cpu")
+        assert scorer.identity["quick_gelu"] is True
+        np.testing.assert_allclose(scorer.encode_images(images), image_features, atol=1e-5)
+    assert load_scorer(TINY, str(tiny.pt), device="cpu", quick_gelu=True).identity["quick_gelu"] is True
+    assert load_scorer(TINY, str(tiny.pt), device="cpu").identity["quick_gelu"] is False
+
+
+def test_bad_sources_raise_scorer_load_error_with_a_clear_message(tiny):
+    root = tiny.root
+    (root / "random.pt").write_bytes(np.random.default_rng(1).bytes(4096))
+    (root / "random.safetensors").write_bytes(np.random.default_rng(2).bytes(4096))
+    (root / "truncated.pt").write_bytes(tiny.pt.read_bytes()[:5000])
+    torch.save([1, 2, 3], root / "list.pt")
+    torch.save(open_clip.create_model(OTHER).state_dict(), root / "other.pt")
+    (root / "empty-dir").mkdir()
+
+    cases = [
+        ((TINY, str(root / "missing.pt")), [f"checkpoint file not found: {root / 'missing.pt'}"]),
+        ((TINY, str(root / "random.pt")), [str(root / "random.pt"), "not a readable checkpoint"]),
+        ((TINY, str(root / "random.safetensors")), ["random.safetensors: not a readable checkpoint"]),
+        ((TINY, str(root / "truncated.pt")), ["truncated.pt: not a readable checkpoint"]),
+        ((TINY, str(root / "list.pt")), ["list.pt: not a checkpoint: expected a state dict, found list"]),
+        (
+            (TINY, str(root / "other.pt")),
+            [
+                f"other.pt: keys don't match model {TINY}: 12 missing (e.g. visual.transformer.resblocks.1.",
+                "12 unexpected (e.g. transformer.resblocks.2.",
+                "2 shape mismatch(es)",
+                "text_projection: checkpoint (64, 48) vs model (64, 32)",
+            ],
+        ),
+        ((str(root / "empty-dir"), None), ["empty-dir: no open_clip_config.json"]),
+        ((TINY, None), [f"no weights given for {TINY}"]),
+        ((TINY, "laion9000"), ["'laion9000' is neither a checkpoint file nor a pretrained tag"]),
+        (("no-such-architecture", "x.pt"), ["unknown open_clip model 'no-such-architecture'"]),
+    ]
+    for (model_name, pretrained), fragments in cases:
+        with pytest.raises(ScorerLoadError) as caught:
+            load_scorer(model_name, pretrained, device="cpu")
+        for fragment in fragments:
+            assert fragment in str(caught.value), (model_name, pretrained, str(caught.value))
+
+
+@pytest.mark.parametrize("precision", ["fp16", "amp"])
+def test_half_precision_scores_stay_close_to_fp32(tiny, precision):
+    # fp16 is the CUDA default; run here on CPU it checks the casts (inputs, LayerNorm) line up.
+    images = synthetic_images(2)
+    items = [("a", lambda: images[0], "a cat", ["a kitten"]), ("b", lambda: images[1], "a red car", None)]
+    full = load_scorer(TINY, str(tiny.pt), device="cpu", precision="fp32").score_pairs(items)
+    half = load_scorer(TINY, str(tiny.pt), device="cpu", precision=precision).score_pairs(items)
+    assert half[0].error is None and half[1].error is None
+    assert max(r.clip_s for r in full) > 0.1  # not only the 0 floor
+    assert [r.clip_s for r in half] == pytest.approx([r.clip_s for r in full], abs=5e-3)
+    assert half[0].ref_clip_s == pytest.approx(full[0].ref_clip_s, abs=5e-3)

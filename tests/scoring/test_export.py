@@ -1,0 +1,487 @@
+"""The validated dataset export (SPEC section 6): bundle round-trip, what is kept out, the job."""
+
+import csv
+import hashlib
+import json
+import math
+import re
+import zipfile
+from collections import Counter, defaultdict
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connection
+from django.db.models import Count, Q
+from django.test.utils import CaptureQueriesContext
+from scipy import stats
+
+from ratinggame.models import CaptionPair, Pool, Rating, Stage
+from scoring.agreement import virtual_rater_report
+from scoring.export import export_build
+from scoring.export_figures import distribution_bars_svg, source_shares_svg
+from scoring.export_files import formats_parse
+from scoring.export_stats import metric_correlation
+from scoring.models import ExportJob, ModelRating
+from scoring.tasks_export import export_job_run
+from tests.factories import CaptionPairFactory, ImageFactory
+from tests.scoring.export_world import CLIP, EXCLUDED_REASON, pairs_add, world_build
+
+pytestmark = pytest.mark.django_db
+
+ALL_FORMATS = ("csv", "jsonl", "parquet")
+
+
+@pytest.fixture
+def world():
+    return world_build()
+
+
+def build(out: Path, **options) -> dict:
+    options.setdefault("formats", ALL_FORMATS)
+    return export_build(out_dir=out, **options)
+
+
+def read_csv(path: Path) -> list[dict]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def valid_game_ratings():
+    return Rating.objects.filter(stage=Stage.GAME, pair__pool=Pool.GAME, excluded=False)
+
+
+def db_exported_pair_ids(min_ratings: int = 3) -> set[int]:
+    """Independent of the exporter: game pairs with enough non-excluded game ratings, by aggregate query."""
+    valid = Q(ratings__excluded=False, ratings__stage=Stage.GAME)
+    pairs = CaptionPair.objects.game().annotate(n=Count("ratings", filter=valid)).filter(n__gte=min_ratings)
+    return set(pairs.values_list("id", flat=True))
+
+
+class TagCounter(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags = Counter()
+
+    def handle_starttag(self, tag, attrs):
+        self.tags[tag] += 1
+
+
+def test_every_file_parses_and_the_three_formats_agree(world, tmp_path):
+    counts = build(tmp_path / "out")
+    out = tmp_path / "out"
+    for name in ("pairs", "ratings"):
+        from_csv = read_csv(out / f"{name}.csv")
+        from_jsonl = read_jsonl(out / f"{name}.jsonl")
+        from_parquet = pq.read_table(out / f"{name}.parquet").to_pylist()
+        assert len(from_csv) == len(from_jsonl) == len(from_parquet) == counts[name]
+        # JSON Lines and Parquet keep types; CSV holds the same values as text.
+        assert from_jsonl == from_parquet
+        as_text = [{k: "" if v is None else str(v) for k, v in row.items()} for row in from_parquet]
+        assert from_csv == as_text
+    statistics = json.loads((out / "statistics.json").read_text())
+    assert statistics["counts"] == counts
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["counts"] == counts
+    parser = TagCounter()
+    parser.feed((out / "report.html").read_text())
+    assert parser.tags["svg"] == 2 and parser.tags["title"] >= 3 and parser.tags["desc"] == 2
+    assert parser.tags["table"] >= 4
+    datasheet = (out / "datasheet.md").read_text()
+    assert "Objects, a general scene, and actions are correctly identified" in datasheet
+
+
+def test_counts_match_the_database(world, tmp_path):
+    out = tmp_path / "out"
+    counts = build(out)
+    exported = db_exported_pair_ids()
+    pairs = read_jsonl(out / "pairs.jsonl")
+    ratings = read_jsonl(out / "ratings.jsonl")
+    assert {row["pair_id"] for row in pairs} == exported
+    assert counts["pairs"] == len(exported)
+    assert counts["ratings"] == valid_game_ratings().filter(pair__in=exported).count() == len(ratings)
+    assert counts["raters"] == valid_game_ratings().filter(pair__in=exported).values("rater").distinct().count()
+    assert counts["images"] == len({row["image_sha256"] for row in pairs})
+    assert counts["game_pairs"] == CaptionPair.objects.game().count()
+    assert counts["pairs_left_out_too_few_ratings"] == CaptionPair.objects.game().count() - len(exported)
+    # Each pair's ratings in the file are exactly its non-excluded game ratings in the database.
+    from_file = defaultdict(list)
+    for row in ratings:
+        from_file[row["pair_id"]].append(row["rating"])
+    for pair_id in exported:
+        expected = sorted(valid_game_ratings().filter(pair_id=pair_id).values_list("value", flat=True))
+        assert sorted(from_file[pair_id]) == expected
+    for row in pairs:
+        assert row["num_ratings"] == len(from_file[row["pair_id"]])
+
+
+def test_exclusions_primes_tutorial_probation_and_short_pairs_are_kept_out(world, tmp_path):
+    out = tmp_path / "out"
+    counts = build(out)
+    pair_ids = {row["pair_id"] for row in read_jsonl(out / "pairs.jsonl")}
+    rated_ids = {row["pair_id"] for row in read_jsonl(out / "ratings.jsonl")}
+    for left_out in (
+        world.short_pair,
+        world.excluded_short_pair,  # 2 valid ratings: the excluded third does not count
+        world.unrated_pair,
+        world.tutorial_pair,
+        world.probation_pair,
+    ):
+        assert left_out.pk not in pair_ids
+        assert left_out.pk not in rated_ids
+    excluded_row = next(row for row in read_jsonl(out / "pairs.jsonl") if row["pair_id"] == world.excluded_pair.pk)
+    assert excluded_row["num_ratings"] == 3 and excluded_row["mean"] == pytest.approx(13 / 3)
+    # Excluded ratings are counted by reason; the one without a reason is named so.
+    assert counts["excluded_ratings"] == {
+        "total": 3,
+        "by_reason": {"(no reason recorded)": 1, EXCLUDED_REASON: 2},
+    }
+    assert counts["tutorial_and_probation_ratings"] == {"tutorial": 4, "probation": 3}
+    assert counts["ratings_on_left_out_pairs"] == 4  # short pair 2 + excluded-short pair 2
+    # Model primes are scores of pairs, never ratings: the rating count is the human count.
+    assert counts["ratings"] == valid_game_ratings().filter(pair__in=pair_ids).count()
+    statistics = json.loads((out / "statistics.json").read_text())
+    assert statistics["counts"]["pairs_left_out_too_few_ratings"] == 3
+
+
+def test_lower_min_ratings_lets_short_pairs_in(world, tmp_path):
+    counts = build(tmp_path / "out", min_ratings=2, formats=("jsonl",))
+    pair_ids = {row["pair_id"] for row in read_jsonl(tmp_path / "out" / "pairs.jsonl")}
+    assert world.short_pair.pk in pair_ids and world.excluded_short_pair.pk in pair_ids
+    assert world.unrated_pair.pk not in pair_ids
+    assert pair_ids == db_exported_pair_ids(min_ratings=2)
+    # The agreement statistics still use only pairs with 3 ratings and say how many they left out.
+    statistics = json.loads((tmp_path / "out" / "statistics.json").read_text())
+    assert statistics["agreement"]["pairs_left_out"] == 2
+    assert statistics["agreement"]["pairs_used"] == counts["pairs"] - 2
+
+
+def test_pair_summary_columns_hand_computed(world, tmp_path):
+    # Ratings [2, 3, 3, 2]: mean 2.5, consensus rounded half up = 3, sample sd = sqrt(4 * 0.25 / 3).
+    pair = CaptionPairFactory(image=ImageFactory(seed=7990), caption="mean two and a half", source="flickr8k")
+    world.rate(pair, [2, 3, 3, 2])
+    build(tmp_path / "out", formats=("jsonl",))
+    row = next(r for r in read_jsonl(tmp_path / "out" / "pairs.jsonl") if r["pair_id"] == pair.pk)
+    assert row["mean"] == 2.5
+    assert row["consensus"] == 3
+    assert row["sd"] == pytest.approx(math.sqrt(1 / 3))
+    assert row["caption"] == "mean two and a half"
+    assert row["source"] == "flickr8k"
+
+
+def test_model_scores_are_columns_raw_and_calibrated(world, tmp_path):
+    build(tmp_path / "out", formats=("jsonl",))
+    statistics = json.loads((tmp_path / "out" / "statistics.json").read_text())
+    columns = {(m["metric"], m["model_identity"]): m for m in statistics["model_scores"]}
+    clip = columns[CLIP]
+    rows = read_jsonl(tmp_path / "out" / "pairs.jsonl")
+    stored = {
+        pair_id: (raw, value)
+        for pair_id, raw, value in ModelRating.objects.filter(metric=CLIP[0]).values_list(
+            "pair_id", "raw_score", "value"
+        )
+    }
+    for row in rows:
+        expected = stored.get(row["pair_id"], (None, None))
+        assert (row[clip["column_raw"]], row[clip["column_calibrated"]]) == expected
+    assert clip["pairs"] == sum(1 for row in rows if row["pair_id"] in stored)
+
+
+def test_metric_correlation_is_method_a_on_the_test_split(world, tmp_path):
+    out = tmp_path / "out"
+    build(out, formats=("csv",))
+    statistics = json.loads((out / "statistics.json").read_text())
+    column = next(m for m in statistics["model_scores"] if (m["metric"], m["model_identity"]) == CLIP)
+    pairs = {row["pair_id"]: row for row in read_csv(out / "pairs.csv")}
+    # Recomputed from the files with scipy: one row per human rating of each test-split pair.
+    scores, ratings = [], []
+    for row in read_csv(out / "ratings.csv"):
+        pair = pairs[row["pair_id"]]
+        if pair["split"] == "test" and pair[column["column_raw"]]:
+            scores.append(float(pair[column["column_raw"]]))
+            ratings.append(int(row["rating"]))
+    assert len(set(scores)) > 1, "the fixed world should put scored pairs of several qualities in the test split"
+    expected = 100 * stats.kendalltau(scores, ratings, variant="c").statistic
+    found = next(
+        c for c in statistics["metric_correlations"] if (c["metric"], c["model_identity"], c["score"]) == (*CLIP, "raw")
+    )
+    assert found["tau_c"] == pytest.approx(expected)
+    assert found["ratings"] == len(ratings) and found["split"] == "test"
+
+
+def test_pseudonymous_rater_ids(world, tmp_path):
+    build(tmp_path / "out", formats=("jsonl",))
+    rows = read_jsonl(tmp_path / "out" / "ratings.jsonl")
+    users = {(user.username, str(user.pk)) for user in world.raters}
+    forbidden = {name for pair in users for name in pair}
+    raters = [row["rater"] for row in rows]
+    assert all(re.fullmatch(r"r\d{3}", rater) for rater in raters)
+    assert not forbidden & set(raters)
+    # Numbered in order of first rating; one rater is one pseudonym (matched back through the DB).
+    first_seen = list(dict.fromkeys(raters))
+    assert first_seen == [f"r{n:03d}" for n in range(1, len(first_seen) + 1)]
+    by_time = {
+        (pair_id, submitted.isoformat(timespec="milliseconds").replace("+00:00", "Z")): rater_id
+        for pair_id, submitted, rater_id in valid_game_ratings().values_list("pair_id", "submitted_at", "rater_id")
+    }
+    pseudonym_of = defaultdict(set)
+    for row in rows:
+        pseudonym_of[by_time[(row["pair_id"], row["submitted_at"])]].add(row["rater"])
+    assert all(len(names) == 1 for names in pseudonym_of.values())
+    assert len({next(iter(names)) for names in pseudonym_of.values()}) == len(pseudonym_of)
+
+
+def test_ratings_rows_times_and_seconds(world, tmp_path):
+    build(tmp_path / "out", formats=("jsonl",))
+    rows = read_jsonl(tmp_path / "out" / "ratings.jsonl")
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", row["submitted_at"]) for row in rows)
+    # export_world gives rater j of a pair 4 + j seconds.
+    assert {row["seconds_spent"] for row in rows} <= {4.0 + j for j in range(7)}
+
+
+def test_agreement_and_distributions(world, tmp_path):
+    out = tmp_path / "out"
+    build(out, formats=("jsonl",), seed=3)
+    statistics = json.loads((out / "statistics.json").read_text())
+    per_pair = defaultdict(list)
+    for pair_id, value in valid_game_ratings().order_by("submitted_at", "id").values_list("pair_id", "value"):
+        per_pair[pair_id].append(value)
+    exported = sorted(db_exported_pair_ids())
+    direct = virtual_rater_report([per_pair[p] for p in exported], samples=100, seed=3)
+    assert statistics["agreement"] == direct
+    # Distribution of rounded means: mean rounded half up, counted by hand from the database.
+    rows = read_jsonl(out / "pairs.jsonl")
+    expected = Counter(math.floor(sum(per_pair[p]) / len(per_pair[p]) + 0.5) for p in exported)
+    assert statistics["rating_distribution"] == {str(level): expected.get(level, 0) for level in range(1, 6)}
+    per_source = Counter(row["source"] for row in rows)
+    assert {s: sum(d.values()) for s, d in statistics["source_distributions"].items()} == per_source
+    assert statistics["paper_table3"]["VICR"]["tau_X_YZ"] == 75.6
+    html = (out / "report.html").read_text()
+    for figure in ("75.6", "77.8", "78.1", "93.8", "58.1", "47.7", "54.8", "54.0", "84.0", "48.8"):
+        assert figure in html
+
+
+def test_same_seed_same_statistics_other_seed_other_draws(world, tmp_path):
+    build(tmp_path / "a", seed=5, formats=("csv",))
+    build(tmp_path / "b", seed=5, formats=("csv",))
+    build(tmp_path / "c", seed=6, formats=("csv",))
+    a, b, c = (json.loads((tmp_path / name / "statistics.json").read_text()) for name in "abc")
+    assert a == b
+    assert (tmp_path / "a" / "pairs.csv").read_bytes() == (tmp_path / "b" / "pairs.csv").read_bytes()
+    assert (tmp_path / "a" / "report.html").read_bytes() == (tmp_path / "b" / "report.html").read_bytes()
+    assert a["agreement"] != c["agreement"]
+
+
+def test_manifest_checksums_match_the_files(world, tmp_path):
+    out = tmp_path / "out"
+    build(out, with_images=True)
+    manifest = json.loads((out / "manifest.json").read_text())
+    on_disk = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} - {"manifest.json"}
+    assert set(manifest["files"]) == on_disk
+    for name, entry in manifest["files"].items():
+        data = (out / name).read_bytes()
+        assert entry["sha256"] == hashlib.sha256(data).hexdigest()
+        assert entry["bytes"] == len(data)
+    assert manifest["parameters"] == {
+        "min_ratings": 3,
+        "seed": 0,
+        "samples": 100,
+        "formats": list(ALL_FORMATS),
+        "with_images": True,
+    }
+    assert manifest["code_version"]
+
+
+def test_with_images_copies_each_exported_image_once(world, tmp_path):
+    out = tmp_path / "out"
+    counts = build(out, with_images=True, formats=("jsonl",))
+    rows = read_jsonl(out / "pairs.jsonl")
+    files = sorted(p.name for p in (out / "images").iterdir())
+    assert files == sorted({row["image_file"] for row in rows})
+    assert len(files) == counts["images"] and counts["images_missing"] == 0
+    for row in rows:
+        assert hashlib.sha256((out / "images" / row["image_file"]).read_bytes()).hexdigest() == row["image_sha256"]
+
+
+def test_a_new_export_replaces_the_old_bundle_only(world, tmp_path):
+    out = tmp_path / "out"
+    build(out, with_images=True)
+    (out / "notes.txt").write_text("mine")
+    build(out, formats=("csv",))
+    names = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+    assert names == {
+        "pairs.csv",
+        "ratings.csv",
+        "statistics.json",
+        "report.html",
+        "datasheet.md",
+        "manifest.json",
+        "notes.txt",
+    }
+    assert "notes.txt" not in json.loads((out / "manifest.json").read_text())["files"]
+
+
+def test_query_count_does_not_grow_with_pairs(world, tmp_path):
+    with CaptureQueriesContext(connection) as small:
+        build(tmp_path / "a", formats=("jsonl",), samples=2)
+    pairs_add(world, 15, first_image_seed=8000)
+    with CaptureQueriesContext(connection) as large:
+        counts = build(tmp_path / "b", formats=("jsonl",), samples=2)
+    assert counts["pairs"] > 40
+    assert len(large.captured_queries) == len(small.captured_queries)
+
+
+def test_bad_parameters_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="unknown format"):
+        export_build(out_dir=tmp_path / "x", formats=("csv", "xlsx"))
+    with pytest.raises(ValueError, match="min_ratings"):
+        export_build(out_dir=tmp_path / "x", min_ratings=0)
+
+
+def test_an_empty_database_exports_an_empty_bundle(tmp_path):
+    counts = build(tmp_path / "out")
+    statistics = json.loads((tmp_path / "out" / "statistics.json").read_text())
+    assert counts["pairs"] == counts["ratings"] == 0
+    assert statistics["agreement"] is None and "at least 2 pairs" in statistics["agreement_note"]
+    assert pq.read_table(tmp_path / "out" / "pairs.parquet").num_rows == 0
+
+
+# --- the management command ------------------------------------------------------------------
+
+
+def test_export_dataset_command(world, tmp_path, capsys):
+    out = tmp_path / "cmd"
+    call_command("export_dataset", "--out", str(out), "--formats", "csv,parquet", "--seed", "2")
+    printed = capsys.readouterr()
+    assert f"Exported to {out}" in printed.out
+    assert "export" in printed.err  # tqdm's bar on stderr
+    assert {p.name for p in out.iterdir()} >= {"pairs.csv", "pairs.parquet", "ratings.parquet", "manifest.json"}
+    assert json.loads((out / "manifest.json").read_text())["parameters"]["seed"] == 2
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--formats", "csv,xml"], "unknown format"),
+        (["--min-ratings", "0"], "at least 1"),
+    ],
+)
+def test_export_dataset_command_rejects_bad_arguments(tmp_path, arguments, message):
+    with pytest.raises(CommandError, match=message):
+        call_command("export_dataset", "--out", str(tmp_path / "x"), *arguments)
+
+
+def test_export_dataset_command_protects_a_non_empty_folder(world, tmp_path, capsys):
+    out = tmp_path / "busy"
+    out.mkdir()
+    (out / "keep.txt").write_text("x")
+    with pytest.raises(CommandError, match="not empty"):
+        call_command("export_dataset", "--out", str(out))
+    call_command("export_dataset", "--out", str(out), "--force", "--min-ratings", "2", "--formats", "jsonl")
+    assert "below 3" in capsys.readouterr().err
+    assert (out / "keep.txt").read_text() == "x" and (out / "pairs.jsonl").exists()
+
+
+# --- the Celery job ---------------------------------------------------------------------------
+
+
+def test_celery_job_runs_to_a_zip_with_every_file(world, settings, django_user_model):
+    job = ExportJob.objects.create(
+        params={"min_ratings": 3, "seed": 0, "formats": ["csv", "parquet"], "with_images": True}
+    )
+    export_job_run.delay(job.pk)  # eager in tests (conftest)
+    job.refresh_from_db()
+    assert job.status == ExportJob.Status.DONE, job.error
+    assert job.progress == 1.0 and job.finished_at is not None
+    assert job.archive == f"exports/{job.pk}.zip"
+    archive = Path(settings.MEDIA_ROOT) / job.archive
+    with zipfile.ZipFile(archive) as bundle:
+        names = set(bundle.namelist())
+        prefix = f"export-{job.pk}/"
+        manifest = json.loads(bundle.read(prefix + "manifest.json"))
+        assert names == {prefix + name for name in manifest["files"]} | {prefix + "manifest.json"}
+        for name, entry in manifest["files"].items():
+            assert hashlib.sha256(bundle.read(prefix + name)).hexdigest() == entry["sha256"]
+    assert job.counts["pairs"] == len(db_exported_pair_ids())
+    # The build folder is gone; only the zip stays.
+    assert sorted(p.name for p in archive.parent.iterdir()) == [f"{job.pk}.zip"]
+
+
+def test_celery_job_runs_once(world):
+    job = ExportJob.objects.create(params={"formats": ["jsonl"]})
+    assert export_job_run.delay(job.pk).get() == "done"
+    assert export_job_run.delay(job.pk).get() == "skipped"
+
+
+def test_celery_job_failure_is_recorded(world):
+    job = ExportJob.objects.create(params={"formats": ["xlsx"]})
+    assert export_job_run.delay(job.pk).get() == "failed"
+    job.refresh_from_db()
+    assert job.status == ExportJob.Status.FAILED
+    assert "unknown format" in job.error and job.finished_at is not None
+
+
+def test_export_task_is_registered_on_the_default_queue():
+    from ratinggame.celery import app
+
+    app.loader.import_default_modules()
+    task = app.tasks["scoring.tasks_export.export_job_run"]
+    assert task.queue == "default" and task.acks_late
+    assert task.time_limit and task.soft_time_limit < task.time_limit
+
+
+# --- pure helpers -----------------------------------------------------------------------------
+
+
+def test_metric_correlation_hand_computed():
+    # Pair a (score 0.1) rated [1, 2], pair b (0.5) rated [2], pair c (0.9) rated [3, 3]; pair d has
+    # no ratings. Rows (score, rating): (.1,1) (.1,2) (.5,2) (.9,3) (.9,3): n = 5, m = 3 classes.
+    # Of the 10 row pairs 7 are concordant, 0 discordant, 3 tied: τ_c = 2·7 / (25 · 2/3) = 0.84.
+    result = metric_correlation({"a": 0.1, "b": 0.5, "c": 0.9, "d": 0.2}, {"a": [1, 2], "b": [2], "c": [3, 3]})
+    assert result == {"tau_c": pytest.approx(84.0), "pairs": 3, "ratings": 5}
+    assert metric_correlation({"a": 0.1}, {"a": [3]})["tau_c"] is None  # one row: nothing to rank
+
+
+def test_figures_escape_text_and_describe_every_value():
+    svg = source_shares_svg({"<script>": {"1": 1, "2": 0, "3": 0, "4": 0, "5": 3}}, figure_id="f", title="A & B")
+    assert "<script>" not in svg and "&lt;script&gt;" in svg and "A &amp; B" in svg
+    assert "rating 5 75%" in svg  # the desc states each share
+    bars = distribution_bars_svg({"1": 2, "2": 0, "3": 5, "4": 1, "5": 0}, figure_id="g", title="t")
+    assert "rating 3: 5 pairs" in bars and "8 pairs in all" in bars
+
+
+def test_formats_parse():
+    assert formats_parse("csv, JSONL,csv") == ("csv", "jsonl")
+    with pytest.raises(ValueError, match="no format"):
+        formats_parse(" , ")
+
+
+def test_statistics_include_the_latest_competency_analysis_without_rater_ids(tmp_path):
+    from django.utils import timezone
+
+    from annotators.models import AnalysisStatus, CompetencyAnalysis
+    from scoring.export import export_build
+
+    assert export_build(out_dir=tmp_path / "before", samples=2)["pairs"] == 0
+    before = json.loads((tmp_path / "before" / "statistics.json").read_text())
+    assert before["competency"] is None
+    CompetencyAnalysis.objects.create(
+        status=AnalysisStatus.DONE,
+        finished_at=timezone.now(),
+        n_raters=12,
+        abilities={"41": [0.5, 0.2]},
+        regression={"coef_per_10_percent": 0.21, "n": 12},
+        wright_map_svg="<svg/>",
+    )
+    export_build(out_dir=tmp_path / "after", samples=2)
+    competency = json.loads((tmp_path / "after" / "statistics.json").read_text())["competency"]
+    assert competency["regression"] == {"coef_per_10_percent": 0.21, "n": 12}
+    assert competency["n_raters"] == 12
+    assert competency["paper_regression"]["coef_per_10_percent"] == 0.17
+    assert "abilities" not in competency and "wright_map_svg" not in competency
