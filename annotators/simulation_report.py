@@ -113,6 +113,7 @@ def build_report(*, config, share: int, truth_source: str, outcomes: list, recor
                 "user_id": o.user_id,
                 "competency": round(o.rater.competency, 4),
                 "game_ratings": o.game_ratings,
+                "scored_ratings": o.scored_ratings,
                 "game_score": o.game_score,
                 "pcm_competency": None if ability is None else round(ability, 4),
                 "probation_rounds_failed": o.probation_failed,

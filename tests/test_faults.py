@@ -224,7 +224,10 @@ def test_with_redis_down_rating_goes_on_and_new_pairs_wait_for_priming(
             redis_wait(up=False)
             health = httpx.get(f"{url}/healthz", timeout=10)
             # The crowd uploads its game pairs (queued for priming after commit) and plays.
-            config = CrowdConfig(server=url, raters=4, pairs=10, seed=5, admin_token=token, setup=True, timeout=60)
+            # Three game ratings each: 12 of the 30 or more slots of 10 pairs, so none runs dry.
+            config = CrowdConfig(
+                server=url, raters=4, pairs=10, seed=5, admin_token=token, setup=True, timeout=60, share=3
+            )
             result = crowd_simulate(config)
         finally:
             subprocess.run(REDIS_START, check=True, capture_output=True, timeout=30)
