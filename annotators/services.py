@@ -13,7 +13,7 @@ from django.db.models import F, Sum
 from django.utils import timezone
 
 from annotators import journey
-from annotators.models import Dispute, DisputeStatus, RaterProfile
+from annotators.models import Dispute, DisputeStatus, RaterProfile, RaterState
 from annotators.roles import ANNOTATOR, ensure_roles
 from ratinggame.game import level_for, next_level_at
 from ratinggame.models import Rating, Stage
@@ -77,16 +77,17 @@ def leaderboard(period: str = "all", limit: int = 20) -> list[dict]:
     """Top raters who chose to be shown: ``[{"rank", "name", "points", "level"}, ...]``.
 
     "all": the game score (reset when a qualification window fails). "week": points of the
-    counted game ratings submitted in the last 7 days.
+    counted game ratings submitted in the last 7 days. The level is always the rater's level
+    (from the game score), whichever points the board ranks by. Suspended raters are left out.
     """
     if period not in LEADERBOARD_PERIODS:
         raise ValueError(f"period must be one of {sorted(LEADERBOARD_PERIODS)}, not {period!r}")
-    shown = RaterProfile.objects.filter(on_leaderboard=True)
+    shown = RaterProfile.objects.filter(on_leaderboard=True).exclude(state=RaterState.SUSPENDED)
     if period == "all":
         rows = list(
             shown.filter(game_score__gt=0)
             .order_by("-game_score", "id")
-            .values_list("display_name", "game_score")[:limit]
+            .values_list("display_name", "game_score", "game_score")[:limit]
         )
     else:
         since = timezone.now() - LEADERBOARD_PERIODS[period]
@@ -99,11 +100,11 @@ def leaderboard(period: str = "all", limit: int = 20) -> list[dict]:
             .annotate(points=Sum("user__ratings__points"))
             .filter(points__gt=0)
             .order_by("-points", "id")
-            .values_list("display_name", "points")[:limit]
+            .values_list("display_name", "points", "game_score")[:limit]
         )
     return [
-        {"rank": rank, "name": name or ANONYMOUS_NAME, "points": points, "level": level_for(points)}
-        for rank, (name, points) in enumerate(rows, start=1)
+        {"rank": rank, "name": name or ANONYMOUS_NAME, "points": points, "level": level_for(score)}
+        for rank, (name, points, score) in enumerate(rows, start=1)
     ]
 
 

@@ -12,7 +12,10 @@ but not where they are nor the setting; 2 has errors but still gives an idea of 
 picture; 1 gets the objects or the idea wrong. Every explanation quotes the level it applies.
 
 The tutorial is ordered to teach (a clear 5 and a clear 1 first, then the finer
-distinctions); probation is balanced, four pairs per level. The lists are shared,
+distinctions); probation is balanced, four pairs per level. Each game caption carries the
+``level`` it was written for: the demo has no model weights to prime its game pairs with
+(SPEC section 4), so ``ratinggame.demo`` primes them from these levels, under a model
+identity that says so, and its demo crowd rates around them. The lists are shared,
 read-only data: copy before changing anything.
 """
 
@@ -498,6 +501,7 @@ GAME: list[dict] = [
         "image": "astronaut",
         "caption": "a woman in an orange space suit smiling",
         "source": "coco",
+        "level": 3,
         "references": _REFERENCES["astronaut"],
     },
     {
@@ -507,42 +511,49 @@ GAME: list[dict] = [
             "flag and a shuttle model behind her"
         ),
         "source": "other",
+        "level": 5,
         "references": _REFERENCES["astronaut"],
     },
     {
         "image": "astronaut",
         "caption": "a man in a red jacket holding a bowling ball",
         "source": "pythia",
+        "level": 1,
         "references": _REFERENCES["astronaut"],
     },
     {
         "image": "astronaut",
         "caption": "Our trip to the space center. We met a real astronaut! She was very nice.",
         "source": "glacnet",
+        "level": 2,
         "references": _REFERENCES["astronaut"],
     },
     {
         "image": "astronaut",
         "caption": "a cat looking up with big green eyes",
         "source": "mismatched",
+        "level": 1,
     },
     # camera
     {
         "image": "camera",
         "caption": "a man with a camera on a tripod",
         "source": "pythia",
+        "level": 3,
         "references": _REFERENCES["camera"],
     },
     {
         "image": "camera",
         "caption": "black and white photo of a man filming on a lawn with buildings behind him",
         "source": "coco",
+        "level": 4,
         "references": _REFERENCES["camera"],
     },
     {
         "image": "camera",
         "caption": "a man in a suit playing golf on a field",
         "source": "pythia",
+        "level": 2,
         "references": _REFERENCES["camera"],
     },
     {
@@ -552,6 +563,7 @@ GAME: list[dict] = [
             "buildings far behind."
         ),
         "source": "flickr8k",
+        "level": 4,
         "references": _REFERENCES["camera"],
     },
     # chelsea
@@ -559,48 +571,56 @@ GAME: list[dict] = [
         "image": "chelsea",
         "caption": "a cat",
         "source": "pythia",
+        "level": 3,
         "references": _REFERENCES["chelsea"],
     },
     {
         "image": "chelsea",
         "caption": "a close up of a cat's face with green eyes and a pink nose",
         "source": "coco",
+        "level": 4,
         "references": _REFERENCES["chelsea"],
     },
     {
         "image": "chelsea",
         "caption": "a tiger in the zoo looking at the camera",
         "source": "pythia",
+        "level": 2,
         "references": _REFERENCES["chelsea"],
     },
     {
         "image": "chelsea",
         "caption": "a pet tabby cat at home stares intently at something just past the camera",
         "source": "other",
+        "level": 5,
     },
     # coffee
     {
         "image": "coffee",
         "caption": "a cup of coffee on a saucer",
         "source": "coco",
+        "level": 4,
         "references": _REFERENCES["coffee"],
     },
     {
         "image": "coffee",
         "caption": "a red cup of tea with a spoon on a plate",
         "source": "pythia",
+        "level": 3,
         "references": _REFERENCES["coffee"],
     },
     {
         "image": "coffee",
         "caption": "Espresso in a red cup and saucer with a spoon, on a wooden table.",
         "source": "flickr8k",
+        "level": 4,
         "references": _REFERENCES["coffee"],
     },
     {
         "image": "coffee",
         "caption": "a black and white photo of a man with a camera on a tripod",
         "source": "mismatched",
+        "level": 1,
         "references": _REFERENCES["coffee"],
     },
     # coins
@@ -608,18 +628,21 @@ GAME: list[dict] = [
         "image": "coins",
         "caption": "a bunch of coins on a table",
         "source": "pythia",
+        "level": 3,
         "references": _REFERENCES["coins"],
     },
     {
         "image": "coins",
         "caption": "a collection of ancient coins, arranged in four neat rows on a black cloth for display",
         "source": "other",
+        "level": 5,
         "references": _REFERENCES["coins"],
     },
     {
         "image": "coins",
         "caption": "a group of cookies on a baking tray",
         "source": "pythia",
+        "level": 1,
         "references": _REFERENCES["coins"],
     },
     # horse
@@ -627,18 +650,21 @@ GAME: list[dict] = [
         "image": "horse",
         "caption": "a black horse",
         "source": "pythia",
+        "level": 3,
         "references": _REFERENCES["horse"],
     },
     {
         "image": "horse",
         "caption": "A black silhouette of a horse standing against a plain white background.",
         "source": "coco",
+        "level": 4,
         "references": _REFERENCES["horse"],
     },
     {
         "image": "horse",
         "caption": "a black dog standing in the snow",
         "source": "pythia",
+        "level": 1,
         "references": _REFERENCES["horse"],
     },
     # hubble
@@ -646,12 +672,14 @@ GAME: list[dict] = [
         "image": "hubble",
         "caption": "stars in the night sky",
         "source": "pythia",
+        "level": 2,
         "references": _REFERENCES["hubble"],
     },
     {
         "image": "hubble",
         "caption": "a colorful picture of many galaxies in space",
         "source": "coco",
+        "level": 3,
         "references": _REFERENCES["hubble"],
     },
     {
@@ -661,18 +689,21 @@ GAME: list[dict] = [
             "scattered over the black background"
         ),
         "source": "other",
+        "level": 5,
         "references": _REFERENCES["hubble"],
     },
     {
         "image": "hubble",
         "caption": "we looked at the stars last night. it was beautiful.",
         "source": "glacnet",
+        "level": 2,
     },
     # rocket
     {
         "image": "rocket",
         "caption": "a rocket on a launch pad",
         "source": "coco",
+        "level": 4,
         "references": _REFERENCES["rocket"],
     },
     {
@@ -681,18 +712,21 @@ GAME: list[dict] = [
             "A rocket waits for liftoff on the launch pad at dusk, lit by floodlights between tall lightning towers."
         ),
         "source": "coco",
+        "level": 5,
         "references": _REFERENCES["rocket"],
     },
     {
         "image": "rocket",
         "caption": "a tall tower with lights at night",
         "source": "pythia",
+        "level": 2,
         "references": _REFERENCES["rocket"],
     },
     {
         "image": "rocket",
         "caption": "The rocket was ready for launch. Everyone was so excited to see it go.",
         "source": "glacnet",
+        "level": 3,
         "references": _REFERENCES["rocket"],
     },
     # motorcycle
@@ -700,18 +734,21 @@ GAME: list[dict] = [
         "image": "motorcycle",
         "caption": "a red motorcycle parked in a garage",
         "source": "coco",
+        "level": 4,
         "references": _REFERENCES["motorcycle"],
     },
     {
         "image": "motorcycle",
         "caption": "a motorcycle",
         "source": "pythia",
+        "level": 3,
         "references": _REFERENCES["motorcycle"],
     },
     {
         "image": "motorcycle",
         "caption": "a red motorcycle parked on the side of a road",
         "source": "pythia",
+        "level": 2,
         "references": _REFERENCES["motorcycle"],
     },
     {
@@ -721,12 +758,14 @@ GAME: list[dict] = [
             "boxes and tools"
         ),
         "source": "other",
+        "level": 5,
         "references": _REFERENCES["motorcycle"],
     },
     {
         "image": "motorcycle",
         "caption": "a rocket on a launch pad at dusk",
         "source": "mismatched",
+        "level": 1,
         "references": _REFERENCES["motorcycle"],
     },
     # moon
@@ -734,12 +773,14 @@ GAME: list[dict] = [
         "image": "moon",
         "caption": "a black and white photo of the moon's surface",
         "source": "coco",
+        "level": 3,
         "references": _REFERENCES["moon"],
     },
     {
         "image": "moon",
         "caption": "a gray wall with some dirty spots",
         "source": "pythia",
+        "level": 1,
         "references": _REFERENCES["moon"],
     },
     {
@@ -749,6 +790,7 @@ GAME: list[dict] = [
             "running down the middle"
         ),
         "source": "other",
+        "level": 4,
         "references": _REFERENCES["moon"],
     },
     # retina
@@ -756,12 +798,14 @@ GAME: list[dict] = [
         "image": "retina",
         "caption": "an orange ball",
         "source": "pythia",
+        "level": 1,
         "references": _REFERENCES["retina"],
     },
     {
         "image": "retina",
         "caption": "a close up of an eye with blood vessels",
         "source": "coco",
+        "level": 3,
         "references": _REFERENCES["retina"],
     },
     {
@@ -771,6 +815,7 @@ GAME: list[dict] = [
             "from it and the darker macula in the center"
         ),
         "source": "other",
+        "level": 5,
         "references": _REFERENCES["retina"],
     },
     # page
@@ -778,6 +823,7 @@ GAME: list[dict] = [
         "image": "page",
         "caption": "a page of text",
         "source": "pythia",
+        "level": 3,
         "references": _REFERENCES["page"],
     },
     {
@@ -786,12 +832,14 @@ GAME: list[dict] = [
             "a printed page titled region-based segmentation, with a paragraph of text and a line of code at the bottom"
         ),
         "source": "coco",
+        "level": 4,
         "references": _REFERENCES["page"],
     },
     {
         "image": "page",
         "caption": "a sign on the wall of a building",
         "source": "pythia",
+        "level": 1,
         "references": _REFERENCES["page"],
     },
     # clock (motion blurred: hard to tell what it is)
@@ -799,29 +847,34 @@ GAME: list[dict] = [
         "image": "clock",
         "caption": "a blurry photo of a round object on a gray background",
         "source": "coco",
+        "level": 2,
     },
     {
         "image": "clock",
         "caption": "a plate of food on a table",
         "source": "pythia",
+        "level": 1,
     },
     # text
     {
         "image": "text",
         "caption": "handwritten math on paper",
         "source": "coco",
+        "level": 3,
         "references": _REFERENCES["text"],
     },
     {
         "image": "text",
         "caption": "a chalkboard with writing on it",
         "source": "pythia",
+        "level": 2,
         "references": _REFERENCES["text"],
     },
     {
         "image": "text",
         "caption": "Someone's math homework: handwritten equations on lined paper, photographed at a steep angle.",
         "source": "other",
+        "level": 5,
         "references": _REFERENCES["text"],
     },
     # ihc
@@ -829,18 +882,21 @@ GAME: list[dict] = [
         "image": "ihc",
         "caption": "a close up of a pizza",
         "source": "pythia",
+        "level": 1,
         "references": _REFERENCES["ihc"],
     },
     {
         "image": "ihc",
         "caption": "a microscope image of brown stained tissue with blue cells between the brown areas",
         "source": "coco",
+        "level": 4,
         "references": _REFERENCES["ihc"],
     },
     {
         "image": "ihc",
         "caption": "the cratered surface of the moon",
         "source": "mismatched",
+        "level": 1,
         "references": _REFERENCES["ihc"],
     },
     # brick
@@ -848,17 +904,20 @@ GAME: list[dict] = [
         "image": "brick",
         "caption": "a brick wall",
         "source": "coco",
+        "level": 3,
     },
     {
         "image": "brick",
         "caption": "a wooden floor",
         "source": "pythia",
+        "level": 1,
         "references": _REFERENCES["brick"],
     },
     {
         "image": "brick",
         "caption": "a tall building with many windows",
         "source": "pythia",
+        "level": 1,
         "references": _REFERENCES["brick"],
     },
     # grass
@@ -866,12 +925,14 @@ GAME: list[dict] = [
         "image": "grass",
         "caption": "close up of grass with some dry leaves on the ground",
         "source": "coco",
+        "level": 4,
         "references": _REFERENCES["grass"],
     },
     {
         "image": "grass",
         "caption": "a field of green grass with a cow in it",
         "source": "pythia",
+        "level": 2,
         "references": _REFERENCES["grass"],
     },
     # gravel
@@ -879,12 +940,14 @@ GAME: list[dict] = [
         "image": "gravel",
         "caption": "a pile of rocks",
         "source": "pythia",
+        "level": 3,
         "references": _REFERENCES["gravel"],
     },
     {
         "image": "gravel",
         "caption": "black and white close up of gravel covering the ground",
         "source": "coco",
+        "level": 4,
         "references": _REFERENCES["gravel"],
     },
     # cell
@@ -892,10 +955,12 @@ GAME: list[dict] = [
         "image": "cell",
         "caption": "a single cell seen under a microscope",
         "source": "coco",
+        "level": 3,
     },
     {
         "image": "cell",
         "caption": "the full moon in the night sky",
         "source": "pythia",
+        "level": 1,
     },
 ]

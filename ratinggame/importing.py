@@ -20,8 +20,10 @@ from ratinggame.services import image_store, pair_create, pairs_created
 from ratinggame.validation import (
     PairInvalid,
     check_expert_fields,
+    check_unicode,
     clean_caption,
     clean_expert_rating,
+    clean_explanation,
     clean_pool,
     clean_references,
     clean_source,
@@ -174,8 +176,14 @@ class _ImageReader:
         self.cache: dict[str, CheckedImage | ImageRejected] = {}
 
     def get(self, name: object) -> CheckedImage:
-        if not isinstance(name, str) or not name.strip():
+        if name is None or (isinstance(name, str) and not name.strip()):
             raise ImageRejected("the image column is empty")
+        if not isinstance(name, str):
+            raise ImageRejected(f"the image column must be a file name, got {type(name).__name__} {name!r:.60}")
+        try:
+            check_unicode(name, "image file name")
+        except PairInvalid as exc:
+            raise ImageRejected(str(exc)) from None
         name = name.strip()
         # Only plain names inside the images folder: no absolute paths, no '..'.
         path = (self.folder / name).resolve()
@@ -226,7 +234,7 @@ def validate_rows(rows: list[tuple[int, dict]], images: _ImageReader, default_po
             source = clean_source(record.get("source"))
             pool = clean_pool(record.get("pool") or default_pool)
             expert_rating = clean_expert_rating(record.get("expert_rating"))
-            explanation = str(record.get("explanation") or "").strip()
+            explanation = clean_explanation(record.get("explanation"))
             check_expert_fields(pool, expert_rating, explanation)
             references = clean_references(record.get("references"))
             display_order = _optional_int(record.get("display_order"), "display_order")

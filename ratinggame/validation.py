@@ -12,18 +12,39 @@ class PairInvalid(ValueError):
     """A caption pair's fields break a rule; the message says which and why."""
 
 
-def clean_caption(caption: object) -> str:
+def check_unicode(text: str, what: str) -> str:
+    """``text`` unchanged, or PairInvalid when it cannot be stored as UTF-8.
+
+    JSON may spell an unpaired surrogate ("\\ud800"), which decodes to a Python string that no
+    database can store: caught here, with the field named, instead of failing at the write.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise PairInvalid(f"{what} contains an unpaired surrogate (not valid Unicode text)") from None
+    return text
+
+
+def clean_caption(caption: object, what: str = "caption") -> str:
     if not isinstance(caption, str):
-        raise PairInvalid("caption must be text")
-    text = " ".join(caption.split())
+        raise PairInvalid(f"{what} must be text")
+    text = " ".join(check_unicode(caption, what).split())
     if not text:
-        raise PairInvalid("caption is empty")
+        raise PairInvalid(f"{what} is empty")
     limit = settings.RATINGGAME["MAX_CAPTION_CHARS"]
     if len(text) > limit:
-        raise PairInvalid(f"caption is {len(text)} characters, over the limit of {limit}")
+        raise PairInvalid(f"{what} is {len(text)} characters, over the limit of {limit}")
     if any(ord(ch) < 32 for ch in text):
-        raise PairInvalid("caption contains control characters")
+        raise PairInvalid(f"{what} contains control characters")
     return text
+
+
+def clean_explanation(value: object) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str | int | float) or isinstance(value, bool):
+        raise PairInvalid("explanation must be text")
+    return check_unicode(str(value), "explanation").strip()
 
 
 def clean_source(source: object) -> str:
@@ -66,12 +87,12 @@ def clean_references(value: object) -> list[str]:
     else:
         raise PairInvalid("references must be text separated by '|' or a list of texts")
     cleaned = []
-    for item in items:
+    for number, item in enumerate(items, start=1):
         if not isinstance(item, str):
             raise PairInvalid("references must be text")
         text = " ".join(item.split())
         if text:
-            cleaned.append(clean_caption(text))
+            cleaned.append(clean_caption(text, what=f"reference {number}"))
     return cleaned
 
 

@@ -253,6 +253,12 @@ BAD_MANIFESTS = [
         "pairs.jsonl",
         "references must be",
     ),
+    (
+        "jsonl lone surrogate",
+        '{"image": "a.png", "caption": "a cat \\ud800"}\n',
+        "pairs.jsonl",
+        "caption contains an unpaired surrogate",
+    ),
 ]
 
 

@@ -175,6 +175,18 @@ def test_weekly_leaderboard_counts_only_last_weeks_counted_game_points():
     assert services.leaderboard(period="week")[0]["points"] == 2
 
 
+def test_the_weekly_board_shows_the_raters_level_and_no_board_shows_suspended_raters():
+    game_pairs(1, primes=[4.0, 4.0])
+    veteran = rater(RaterState.GAME, game_score=1200, display_name="Veteran")
+    game_rating(veteran, 4, Clock(timezone.now() - timedelta(minutes=5)))  # 2 points this week
+    # Ranked by this week's 2 points, at the level of the 1202-point game score.
+    assert services.leaderboard(period="week") == [{"rank": 1, "name": "Veteran", "points": 2, "level": 3}]
+    rater(RaterState.SUSPENDED, game_score=5000, display_name="Suspended")
+    assert [row["name"] for row in services.leaderboard(period="all")] == ["Veteran"]
+    RaterProfile.objects.filter(user=veteran).update(state=RaterState.SUSPENDED)
+    assert services.leaderboard(period="week") == services.leaderboard(period="all") == []
+
+
 def test_personal_stats_count_exact_agreement_streak_and_level():
     game_pairs(5, primes=[4.0, 4.0])
     user, clock = rater(RaterState.GAME), Clock()

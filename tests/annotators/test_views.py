@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from annotators.models import Dispute, RaterProfile, RaterState
 from annotators.roles import ANNOTATOR
-from ratinggame.models import Assignment, Pool, Rating
+from ratinggame.models import Assignment, CaptionPair, Pool, Rating
 from tests.factories import CaptionPairFactory, ProbationPairFactory, TutorialPairFactory, UserFactory
 from tests.ratinggame.journey_helpers import seed_ratings
 
@@ -182,6 +182,87 @@ def test_tutorial_below_10_points_ends_with_probation(client, tutorial):
     page = client.get(reverse("annotators:play"))
     assert page["Location"] == reverse("rate", args=["probation"])
     assert "Probation round 1" in body(client.get(page["Location"]))
+
+
+def served_pair(assignment_id: int) -> CaptionPair:
+    return Assignment.objects.select_related("pair").get(pk=assignment_id).pair
+
+
+def play_stage(client, user, stage: str, count: int, value_for) -> list[str]:
+    """Rate ``count`` pairs of ``stage`` through the pages, ``value_for(pair)`` each time; the feedback pages."""
+    pages = []
+    for _ in range(count):
+        page = client.get(reverse("rate", args=[stage]))
+        assert page.status_code == 200, page
+        assignment_id = open_assignment_id(page)
+        look_long_enough(user)
+        value = value_for(served_pair(assignment_id))
+        response = client.post(reverse("rate", args=[stage]), {"assignment": assignment_id, "value": value})
+        assert response["Location"] == reverse("feedback", args=[assignment_id])
+        pages.append(body(client.get(response["Location"])))
+    return pages
+
+
+def test_whole_journey_through_the_pages(client, tutorial):
+    """Sign up, fail the tutorial, fail probation, pass it, fail the qualification window (its
+    ratings excluded and the consensus recomputed), pass probation again, pass the window."""
+    probation = [ProbationPairFactory(expert_rating=1 + index % 5) for index in range(20)]
+    first_pairs = [CaptionPairFactory(pool=Pool.GAME, primes=[4.0, 4.0]) for _ in range(20)]
+    client.post(
+        reverse("annotators:signup"),
+        {"username": "journey", "email": "", "password1": PASSWORD, "password2": PASSWORD},
+    )
+    user = RaterProfile.objects.get(user__username="journey").user
+    client.post(reverse("annotators:consent"), {"agree": "on"})
+
+    # Tutorial: two steps off every expert rating, 0 of 20 -> probation.
+    two_off = lambda p: p.expert_rating + 2 if p.expert_rating <= 3 else p.expert_rating - 2  # noqa: E731
+    pages = play_stage(client, user, "tutorial", 10, two_off)
+    assert "You scored 0 of 20 points, fewer than the 10 needed" in pages[-1]
+    assert RaterProfile.objects.get(user=user).tutorial_score == 0
+    # Probation round 1: one step off every time, 20 of 40 -> a new round.
+    pages = play_stage(client, user, "probation", 20, lambda p: p.expert_rating + 1 if p.expert_rating < 5 else 4)
+    assert "20 of 40" in pages[-1] and "25 needed" in pages[-1]
+    assert client.get(reverse("annotators:play"))["Location"] == reverse("rate", args=["probation"])
+    assert "Probation round 2" in body(client.get(reverse("rate", args=["probation"])))
+    # Round 2: exact every time, 40 of 40 -> the game.
+    pages = play_stage(client, user, "probation", 20, lambda p: p.expert_rating)
+    assert "40 of 40" in pages[-1]
+    rounds = RaterProfile.objects.get(user=user).probation_rounds.order_by("number")
+    assert [r.passed for r in rounds] == [False, True]
+    assert sorted(rounds[0].pair_order) == sorted(rounds[1].pair_order) == sorted(p.pk for p in probation)
+    assert client.get(reverse("annotators:play"))["Location"] == reverse("rate", args=["game"])
+
+    # The first qualification window: twenty 1s against primes [4, 4] score -2 each (SPEC section 3).
+    pages = play_stage(client, user, "game", 20, lambda p: 1)
+    assert re.search(r'Points</dt><dd class="fb-big">(-|−)2<', pages[0])
+    assert "Qualification failed: back to probation" in pages[-1]
+    profile = RaterProfile.objects.get(user=user)
+    assert (profile.state, profile.game_score) == (RaterState.PROBATION, 0)
+    excluded = Rating.objects.filter(rater=user, stage="game")
+    assert excluded.count() == 20 and all(excluded.values_list("excluded", flat=True))
+    # Out of every consensus: the pairs are back to their primes only.
+    for pair in first_pairs:
+        pair.refresh_from_db()
+        assert (pair.human_count, pair.human_sum, pair.human_sumsq) == (0, 0, 0)
+    # Another rater of one of those pairs is scored against [4, 4] again: 4 -> +2, consensus 4.
+    other = rater(RaterState.GAME)
+    client.force_login(other)
+    other_page = play_stage(client, other, "game", 1, lambda p: 4)[0]
+    assert re.search(r'Consensus rating</dt><dd class="fb-big">4<', other_page)
+    assert re.search(r'Points</dt><dd class="fb-big">\+2<', other_page)
+
+    # Back in: probation round 3 passed, then a window of twenty 4s on new pairs passes.
+    client.force_login(user)
+    for _ in range(20):
+        CaptionPairFactory(pool=Pool.GAME, primes=[4.0, 4.0])
+    play_stage(client, user, "probation", 20, lambda p: p.expert_rating)
+    pages = play_stage(client, user, "game", 20, lambda p: 4)
+    assert "Qualification passed" in pages[-1]
+    rated = list(Rating.objects.filter(rater=user, stage="game").values_list("pair_id", flat=True))
+    assert len(rated) == len(set(rated)) == 40  # never the same pair twice
+    profile.refresh_from_db()
+    assert (profile.state, profile.game_score) == (RaterState.GAME, 40)
 
 
 # --- One state machine -------------------------------------------------------------------

@@ -6,8 +6,13 @@ import pytest
 from django.contrib.auth import authenticate, get_user_model
 from django.core.management import call_command
 
+from annotators.models import RaterProfile, RaterState
 from ratinggame import demo_content
-from ratinggame.models import CaptionPair, Image, Pool
+from ratinggame.demo import DEMO_PRIME_IDENTITY
+from ratinggame.demo_crowd import COMPETENCIES, GAME_RATINGS_EACH
+from ratinggame.models import CaptionPair, Image, Pool, PrimingStatus, Rating, Stage
+from scoring.models import ModelRating
+from tests.ratinggame.journey_helpers import Clock, assert_pairs_consistent, rate_next, rater
 
 pytestmark = pytest.mark.django_db
 
@@ -47,11 +52,21 @@ def test_demo_images_are_real_photographs_stored_once(settings):
     assert astronaut.source == "scikit-image data: astronaut.png"
 
 
+def counts() -> tuple[int, ...]:
+    return (
+        Image.objects.count(),
+        CaptionPair.objects.count(),
+        get_user_model().objects.count(),
+        Rating.objects.count(),
+        ModelRating.objects.count(),
+    )
+
+
 def test_load_demo_is_idempotent(settings):
     first = run_demo(settings)
-    counts = (Image.objects.count(), CaptionPair.objects.count(), get_user_model().objects.count())
+    before = counts()
     second = run_demo(settings)
-    assert (Image.objects.count(), CaptionPair.objects.count(), get_user_model().objects.count()) == counts
+    assert counts() == before
     assert "0 new pair(s)" in second
     assert f"{CaptionPair.objects.count()} already present" in second
     assert "new pair(s)" in first
@@ -73,3 +88,54 @@ def test_no_demo_accounts_outside_demo_mode(settings):
     assert "no demo accounts created" in out
     assert not get_user_model().objects.exists()
     assert CaptionPair.objects.count() > 0
+
+
+def written_level(pair: CaptionPair) -> int:
+    return next(item["level"] for item in demo_content.GAME if item["caption"] == pair.caption)
+
+
+def test_demo_game_pairs_are_primed_from_their_written_levels(settings):
+    run_demo(settings, demo_mode=False)
+    game = CaptionPair.objects.filter(pool=Pool.GAME)
+    assert set(game.values_list("priming_status", flat=True)) == {PrimingStatus.DONE}
+    for pair in game:
+        level = written_level(pair)
+        assert pair.primes == [max(1.0, level - 0.25), min(5.0, level + 0.25)]
+        primes = list(pair.model_ratings.order_by("slot"))
+        assert [(m.slot, m.value, m.model_identity) for m in primes] == [
+            (1, pair.primes[0], DEMO_PRIME_IDENTITY),
+            (2, pair.primes[1], DEMO_PRIME_IDENTITY),
+        ]
+    # Teaching pairs are never primed.
+    assert not ModelRating.objects.exclude(pair__pool=Pool.GAME).exists()
+
+
+def test_a_newcomer_who_rates_the_written_levels_qualifies_in_the_demo(settings):
+    # The reason for the primes: without them a lone demo player scores 0 on every fresh pair
+    # and fails every qualification window (25 points in the first 20 game ratings).
+    run_demo(settings)
+    user, clock = rater(RaterState.GAME), Clock()
+    window = [rate_next(user, written_level, clock)[1] for _ in range(20)]
+    assert window[-1].transition == "window_passed"
+    assert window[-1].stage_total >= 25
+
+
+def test_the_demo_crowd_has_played_and_cannot_log_in(settings):
+    run_demo(settings)
+    crowd = RaterProfile.objects.filter(user__username__startswith="crowd")
+    assert crowd.count() == len(COMPETENCIES)
+    for profile in crowd:
+        assert not profile.user.has_usable_password()
+        assert profile.tutorial_score is not None
+    game_ratings = Rating.objects.filter(stage=Stage.GAME, rater__username__startswith="crowd")
+    assert game_ratings.count() == len(COMPETENCIES) * GAME_RATINGS_EACH
+    # Some pairs are validated (3 or more ratings) and many are left for the people trying it.
+    game = CaptionPair.objects.filter(pool=Pool.GAME)
+    assert game.filter(human_count__gte=3).count() >= 10
+    assert game.filter(human_count=0).count() >= 20
+    assert_pairs_consistent()
+
+
+def test_no_demo_crowd_outside_demo_mode(settings):
+    run_demo(settings, demo_mode=False)
+    assert not Rating.objects.exists()

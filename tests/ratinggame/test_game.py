@@ -484,3 +484,37 @@ def test_stored_aggregates_equal_a_recomputation_after_a_mixed_session():
     for pair in CaptionPair.objects.filter(pk__in=[pair.pk for pair in pairs]):
         assert (pair.human_count, pair.human_sum, pair.human_sumsq) == tuple(pair_aggregates_recompute(pair))
     assert_pairs_consistent()
+
+
+# --- A rating costs O(1) -------------------------------------------------------------------
+
+
+def test_a_game_rating_costs_the_same_queries_however_many_ratings_exist():
+    """The pair's aggregates are updated in place: neither the number of queries nor their kind
+    depends on how many ratings the pair (or the whole game) holds, and none re-reads them."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    few, many = game_pairs(2)
+    seed_ratings(few, [4, 4])
+    seed_ratings(many, [1, 2, 3, 4, 5, 3])  # 6 that disagree: one more slot
+    user = rater(RaterState.GAME, window_count=20, window_points=40, game_score=40)  # past the window
+    clock = Clock()
+
+    def submit_queries() -> list[str]:
+        served = game.pair_serve(rater=user, now=clock.now)
+        clock.tick(5)
+        with CaptureQueriesContext(connection) as captured:
+            game.rating_submit(rater=user, assignment_id=served.assignment_id, value=4, now=clock.now)
+        return served.pair_id, [query["sql"] for query in captured.captured_queries]
+
+    first_pair, on_few = submit_queries()  # 2 ratings before: served first (near the minimum)
+    second_pair, on_many = submit_queries()  # 6 ratings before
+    assert (first_pair, second_pair) == (few.pk, many.pk)
+    assert len(on_few) == len(on_many)
+    rating_table = Rating._meta.db_table
+    for sql in on_few + on_many:
+        upper = sql.upper()
+        if rating_table.upper() in upper:
+            assert not any(f in upper for f in ("SUM(", "COUNT(", "AVG(")), sql
+    assert_pairs_consistent()

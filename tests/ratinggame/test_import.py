@@ -267,3 +267,48 @@ def test_image_over_pixel_limit_but_under_pillows_own_guard(tmp_path, folder, se
     (folder / "wide.png").write_bytes(png_bytes(9, size=(50, 50)))
     manifest = write_csv(tmp_path, "image,caption\nwide.png,x\n")
     assert "50x50 = 2,500 pixels, over the limit of 1,000 pixels" in import_error(manifest, folder)
+
+
+@pytest.mark.parametrize(
+    ("record", "expected"),
+    [
+        ({"image": "ok1.png", "caption": "a cat \ud800 on a mat"}, "caption contains an unpaired surrogate"),
+        ({"image": "ok\udc001.png", "caption": "a cat"}, "image file name contains an unpaired surrogate"),
+        (
+            {"image": "ok1.png", "caption": "a cat", "references": ["fine", "bad \udfff"]},
+            "reference 2 contains an unpaired surrogate",
+        ),
+        (
+            {"image": "ok1.png", "caption": "a cat", "pool": "tutorial", "expert_rating": 3, "explanation": "\ud83d"},
+            "explanation contains an unpaired surrogate",
+        ),
+        ({"image": "ok1.png", "caption": "a cat", "references": ["y" * 501]}, "reference 1 is 501 characters"),
+        ({"image": ["ok1.png"], "caption": "a cat"}, "the image column must be a file name, got list"),
+        ({"image": "ok1.png", "caption": "a cat", "explanation": {"why": "x"}}, "explanation must be text"),
+    ],
+    ids=["caption", "image-name", "reference", "explanation", "long-reference", "image-list", "explanation-dict"],
+)
+def test_jsonl_fields_that_cannot_be_stored_are_named(tmp_path, folder, record, expected):
+    # json.dumps writes lone surrogates as \ud800 escapes: valid JSON, invalid Unicode text.
+    lines = [json.dumps({"image": "ok2.png", "caption": "fine"}), json.dumps(record)]
+    manifest = tmp_path / "bad.jsonl"
+    manifest.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    message = import_error(manifest, folder)
+    assert "row 2" in message and expected in message
+
+
+def test_unreadable_image_file_is_named(tmp_path, folder, monkeypatch):
+    # The suite may run as root, for whom chmod 000 still reads: refuse the open instead.
+    from pathlib import Path
+
+    real_open = Path.open
+
+    def refusing_open(self, *args, **kwargs):
+        if self.name == "ok1.png":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", refusing_open)
+    manifest = write_csv(tmp_path, "image,caption\nok2.png,fine\nok1.png,a cat\n")
+    message = import_error(manifest, folder)
+    assert "row 3: image file 'ok1.png' cannot be read (permission denied)" in message

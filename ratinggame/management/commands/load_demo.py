@@ -12,7 +12,8 @@ class Command(BaseCommand):
         report = load_demo(with_accounts=demo_mode)
         self.stdout.write(
             f"Demo content: {report.pairs_created} new pair(s), {report.pairs_existing} already present, "
-            f"{report.images_created} new image(s)."
+            f"{report.images_created} new image(s); {report.pairs_primed} game pair(s) primed from the written "
+            "levels (no model weights in the demo)."
         )
         if not demo_mode:
             self.stdout.write("Not in demo mode (RATINGGAME_DEMO_MODE=0): no demo accounts created.")
@@ -20,3 +21,9 @@ class Command(BaseCommand):
         self.stdout.write(self.style.WARNING("Demo accounts (demo mode only; passwords are reset on every run):"))
         for username, password in report.passwords.items():
             self.stdout.write(f"  {username:<12} {password}")
+        crowd = report.crowd
+        if crowd.raters:
+            self.stdout.write(
+                f"Demo crowd: {crowd.raters} simulated rater(s) played ({crowd.ratings} ratings, "
+                f"{crowd.game_ratings} in the game); they cannot log in."
+            )
