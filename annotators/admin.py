@@ -1,6 +1,30 @@
+"""The Django admin of the rater models.
+
+What changes a rater's journey or score (state, scores, the qualification window, a dispute's
+outcome) is read-only here: those changes go through the staff dashboard's actions (suspend,
+reinstate, send to probation, resolve a dispute), which log who did it and why as a RaterAction.
+The action log itself is read-only: an audit trail nobody can add to, edit or delete by hand.
+"""
+
 from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html
 
 from annotators.models import Dispute, ProbationRound, RaterAction, RaterProfile
+
+# Fields of RaterProfile that only the game and the logged staff actions may change.
+PROFILE_AUDITED_FIELDS = (
+    "state",
+    "state_before_suspension",
+    "consent_at",
+    "tutorial_score",
+    "tutorial_completed_at",
+    "game_score",
+    "game_entered_at",
+    "window_count",
+    "window_points",
+)
+DISPUTE_AUDITED_FIELDS = ("status", "points_restored", "resolved_by", "resolved_at", "resolution_note")
 
 
 @admin.register(RaterProfile)
@@ -9,6 +33,25 @@ class RaterProfileAdmin(admin.ModelAdmin):
     list_filter = ["state", "on_leaderboard"]
     search_fields = ["user__username", "display_name"]
     raw_id_fields = ["user"]
+
+    def get_fields(self, request, obj=None):
+        # A new profile starts where sign-up starts one (the tutorial, no scores).
+        if obj is None:
+            return ["user", "display_name", "on_leaderboard"]
+        return ["display_name", "on_leaderboard", *self.get_readonly_fields(request, obj)]
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return []
+        return ["staff_actions", "user", *PROFILE_AUDITED_FIELDS]
+
+    @admin.display(description="State and score changes")
+    def staff_actions(self, obj: RaterProfile) -> str:
+        return format_html(
+            'Read-only here. Suspend, reinstate or send to probation on <a href="{}">this rater\'s staff page</a>, '
+            "which records who did it and why.",
+            reverse("staff:rater", args=[obj.pk]),
+        )
 
 
 @admin.register(ProbationRound)
@@ -25,9 +68,39 @@ class DisputeAdmin(admin.ModelAdmin):
     search_fields = ["comment", "rating__rater__username"]
     raw_id_fields = ["rating"]
 
+    def get_fields(self, request, obj=None):
+        # A dispute filed here starts open, like one the rater files.
+        if obj is None:
+            return ["rating", "comment"]
+        return self.get_readonly_fields(request, obj)
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return []
+        return ["resolve", "rating", "comment", *DISPUTE_AUDITED_FIELDS]
+
+    @admin.display(description="Resolution")
+    def resolve(self, obj: Dispute) -> str:
+        return format_html(
+            'Read-only here. Accept or reject it in <a href="{}">the staff dispute queue</a>, which restores the '
+            "points and records who decided and why.",
+            reverse("staff:dispute_resolve", args=[obj.pk]),
+        )
+
 
 @admin.register(RaterAction)
 class RaterActionAdmin(admin.ModelAdmin):
+    """The audit log: to read and search only."""
+
     list_display = ["rater", "action", "actor", "from_state", "to_state", "created_at"]
     list_filter = ["action"]
     search_fields = ["rater__user__username", "reason"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False

@@ -45,8 +45,9 @@ def dispute_file(*, rater: AbstractBaseUser, rating_id: int, comment: str) -> Di
     """A 'dispute this score' comment on one of the rater's own game ratings, for an admin.
 
     Raises Rating.DoesNotExist for a rating that is not the rater's (existence is not told),
-    ValidationError for an empty or over-long comment, a non-game rating, or a second open
-    dispute on the same rating.
+    ValidationError for an empty or over-long comment, a non-game rating, an excluded rating
+    (a failed qualification window: it no longer counts and its points went with the reset game
+    score, so there is nothing to restore), or a second open dispute on the same rating.
     """
     comment = comment.strip()
     if not comment:
@@ -56,6 +57,13 @@ def dispute_file(*, rater: AbstractBaseUser, rating_id: int, comment: str) -> Di
     rating = Rating.objects.get(pk=rating_id, rater=rater)
     if rating.stage != Stage.GAME:
         raise ValidationError("Only game scores can be disputed.", code="not_game")
+    if rating.excluded:
+        raise ValidationError(
+            "This rating can no longer be disputed: it was excluded"
+            f"{f' ({rating.excluded_reason})' if rating.excluded_reason else ''}, so it does not count "
+            "and its points went with the game score reset.",
+            code="excluded",
+        )
     if Dispute.objects.filter(rating=rating, status=DisputeStatus.OPEN).exists():
         raise ValidationError("This score is already disputed; an admin will look at it.", code="duplicate")
     return Dispute.objects.create(rating=rating, comment=comment)

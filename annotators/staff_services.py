@@ -15,7 +15,10 @@ Rules:
   negative points, ``max(0, -rating.points)``, are credited to the rater's ``game_score`` and
   recorded in ``Dispute.points_restored``; a rating that earned 0 or more restores nothing.
   The rating itself keeps the points it was scored (the game's record stays as it happened).
-  Rejecting changes no score. Only an open dispute can be resolved, once.
+  Rejecting changes no score. Only an open dispute can be resolved, once. A dispute whose rating
+  was excluded after it was filed (a failed qualification window) cannot be accepted: the
+  rating no longer counts and the window reset the game score, so restoring its points would
+  credit a score the rules took away; it can be rejected.
 
 Rows are locked (``select_for_update``) so two staff members acting at once, or a staff
 action racing the rater's own rating, never lose an update.
@@ -105,6 +108,12 @@ def dispute_resolve(*, dispute: Dispute, actor: AbstractBaseUser, accept: bool, 
         if dispute.status != DisputeStatus.OPEN:
             raise ActionRefused("This dispute has already been resolved.")
         rating = dispute.rating
+        if accept and rating.excluded:
+            reason = f" ({rating.excluded_reason})" if rating.excluded_reason else ""
+            raise ActionRefused(
+                f"Rating {rating.pk} was excluded{reason} after this dispute was filed: it no longer counts, "
+                "so the dispute cannot be accepted. Reject it instead."
+            )
         profile = RaterProfile.objects.select_for_update().get(user_id=rating.rater_id)
         restored = max(0, -rating.points) if accept else 0
         if restored:

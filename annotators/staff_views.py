@@ -21,7 +21,7 @@ from django.views.decorators.http import require_http_methods
 
 from annotators import staff_services
 from annotators.analysis import PAPER_COEF_PER_10_PERCENT, PAPER_SE_PER_10_PERCENT
-from annotators.analysis_jobs import competency_refresh_request, latest_analysis
+from annotators.analysis_jobs import competency_refresh_request, latest_analysis, never_queued
 from annotators.competency import FLAG_LABELS, FLAGS, RaterStats, flag_thresholds, rater_statistics, rater_timeline
 from annotators.models import AnalysisStatus, CompetencyAnalysis, Dispute, DisputeStatus, RaterProfile, RaterState
 from annotators.rater_stats import leave_one_out_consensus
@@ -355,6 +355,12 @@ def competency_refresh(request: HttpRequest) -> HttpResponse:
         analysis.refresh_from_db()  # with tasks inline it has already run
         if analysis.status == AnalysisStatus.DONE:
             messages.success(request, "The competency analysis has been refreshed.")
+        elif never_queued(analysis):
+            messages.error(
+                request,
+                "The competency analysis could not be started: the task broker is unreachable. "
+                "It will be asked again at the next periodic check, or refresh again later.",
+            )
         elif analysis.status == AnalysisStatus.FAILED:
             messages.error(request, f"The competency analysis failed: {analysis.error}")
         else:

@@ -1,15 +1,17 @@
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.utils.html import format_html
+from django.utils.text import Truncator
 
 from ratinggame.images import ImageRejected, check_image_bytes, read_limited
 from ratinggame.models import Assignment, CaptionPair, Image, Rating
-from ratinggame.services import image_store, pairs_created
+from ratinggame.services import image_store, pair_create, pair_pool_changed, pairs_created, pairs_priming_retry
 from ratinggame.validation import (
     PairInvalid,
     check_expert_fields,
     clean_caption,
+    clean_expert_rating,
     clean_references,
 )
 
@@ -79,9 +81,20 @@ class ImageAdmin(admin.ModelAdmin):
 
 
 class CaptionPairForm(forms.ModelForm):
+    # No min/max on the field itself: the range is checked by the importer's rule
+    # (clean_expert_rating), so the admin gives the same "outside 1-5" message, not the
+    # model field's bounds or the database constraint's name.
+    expert_rating = forms.IntegerField(required=False, help_text="1-5; required for tutorial and probation pairs.")
+
     class Meta:
         model = CaptionPair
         fields = ["image", "caption", "source", "pool", "references", "expert_rating", "explanation", "display_order"]
+
+    def clean_expert_rating(self):
+        try:
+            return clean_expert_rating(self.cleaned_data.get("expert_rating"))
+        except PairInvalid as exc:
+            raise ValidationError(str(exc)) from None
 
     def clean(self):
         data = super().clean()
@@ -98,8 +111,9 @@ class CaptionPairForm(forms.ModelForm):
 @admin.register(CaptionPair)
 class CaptionPairAdmin(admin.ModelAdmin):
     form = CaptionPairForm
-    list_display = ["id", "preview", "caption", "source", "pool", "expert_rating", "human_count", "priming_status"]
+    list_display = ["id", "preview", "caption", "source", "pool", "expert_rating", "human_count", "priming"]
     list_filter = ["pool", "source", "priming_status", "expert_rating"]
+    actions = ["retry_priming"]
     search_fields = ["caption", "image__original_name", "image__sha256"]
     list_select_related = ["image"]
     autocomplete_fields = ["image"]
@@ -120,13 +134,36 @@ class CaptionPairAdmin(admin.ModelAdmin):
             # by the game and the priming worker under row locks, and the values this form
             # loaded may already be stale.
             obj.save(update_fields=CaptionPairForm.Meta.fields)
+            if "pool" in form.changed_data:
+                pair_pool_changed(pair_id=obj.pk)
             return
-        super().save_model(request, obj, form, change)
-        pairs_created([obj.pk])
+        # The importer's service: same priming status (not needed outside the game), same queueing.
+        pair = pair_create(**{field: form.cleaned_data[field] for field in CaptionPairForm.Meta.fields})
+        obj.pk = pair.pk
+        obj.__dict__.update(pair.__dict__)
+        pairs_created([pair.pk])
 
     @admin.display(description="Image")
     def preview(self, obj):
         return thumbnail(obj.image, 60)
+
+    @admin.display(description="Priming", ordering="priming_status")
+    def priming(self, obj):
+        status = obj.get_priming_status_display()
+        if not obj.priming_error:
+            return status
+        error = Truncator(obj.priming_error).chars(90)
+        return format_html('{}<br><small title="{}">{}</small>', status, obj.priming_error, error)
+
+    @admin.action(description="Retry priming of the selected failed (or waiting) game pairs")
+    def retry_priming(self, request, queryset):
+        selected = list(queryset.values_list("pk", flat=True))
+        queued = pairs_priming_retry(pair_ids=selected)
+        left = len(selected) - queued
+        message = f"{queued} pair(s) queued for priming."
+        if left:
+            message += f" {left} left alone (already primed or running, or not game pairs)."
+        self.message_user(request, message, messages.SUCCESS if queued else messages.WARNING)
 
 
 @admin.register(Assignment)

@@ -54,9 +54,15 @@ def pair_create(
         expert_rating=expert_rating,
         explanation=explanation,
         display_order=display_order,
-        priming_status=PrimingStatus.PENDING if pool == Pool.GAME else PrimingStatus.NOT_NEEDED,
+        priming_status=priming_status_for_pool(pool),
     )
     return pair
+
+
+def priming_status_for_pool(pool: str) -> PrimingStatus:
+    """A new pair's priming status: game pairs wait for their two model primes (SPEC section 4);
+    tutorial and probation pairs are scored against their expert rating and are never primed."""
+    return PrimingStatus.PENDING if pool == Pool.GAME else PrimingStatus.NOT_NEEDED
 
 
 def pairs_created(pair_ids: list[int]) -> None:
@@ -64,3 +70,36 @@ def pairs_created(pair_ids: list[int]) -> None:
     from scoring.priming import schedule_priming
 
     transaction.on_commit(lambda: schedule_priming(pair_ids))
+
+
+def pair_pool_changed(*, pair_id: int) -> None:
+    """Bring the priming status in line after an edit moved a pair between pools.
+
+    A pair moved into the game that was never primed becomes pending and is queued; a pair
+    moved out of the game stops waiting for (or failing) priming. Primes already stored stay.
+    """
+    into_game = CaptionPair.objects.filter(pk=pair_id, pool=Pool.GAME, priming_status=PrimingStatus.NOT_NEEDED)
+    if into_game.update(priming_status=PrimingStatus.PENDING, priming_error="", priming_claimed_at=None):
+        pairs_created([pair_id])
+    waiting = [PrimingStatus.PENDING, PrimingStatus.FAILED]
+    out_of_game = CaptionPair.objects.filter(pk=pair_id, priming_status__in=waiting).exclude(pool=Pool.GAME)
+    out_of_game.update(priming_status=PrimingStatus.NOT_NEEDED, priming_error="")
+
+
+def pairs_priming_retry(*, pair_ids: list[int]) -> int:
+    """Queue priming again for the failed and pending game pairs among ``pair_ids``.
+
+    Failed pairs go back to pending (their error cleared) and every pending one is sent to
+    the GPU queue after the transaction commits. Returns how many pairs were queued.
+    """
+    with transaction.atomic():
+        CaptionPair.objects.filter(pk__in=pair_ids, pool=Pool.GAME, priming_status=PrimingStatus.FAILED).update(
+            priming_status=PrimingStatus.PENDING, priming_error="", priming_claimed_at=None
+        )
+        ids = list(
+            CaptionPair.objects.filter(
+                pk__in=pair_ids, pool=Pool.GAME, priming_status=PrimingStatus.PENDING
+            ).values_list("pk", flat=True)
+        )
+        pairs_created(ids)
+    return len(ids)

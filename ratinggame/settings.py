@@ -180,9 +180,14 @@ RATINGGAME = {
     # Demo mode prints demo account passwords; never on in production.
     "DEMO_MODE": env_bool("RATINGGAME_DEMO_MODE", DEBUG),
     # Model priming (SPEC section 4): an open_clip model name and its weights (a pretrained
-    # tag, hf-hub:..., or a local checkpoint file or folder). Empty: no priming.
+    # tag, hf-hub:..., or a local checkpoint file or folder). Empty model: new game pairs
+    # wait (pending, with a note) until one is set.
     "PRIMING_MODEL": env_str("RATINGGAME_PRIMING_MODEL", ""),
     "PRIMING_PRETRAINED": env_str("RATINGGAME_PRIMING_PRETRAINED", ""),
+    # PAC-S: a PAC-S checkpoint file loaded over PRIMING_MODEL (its base architecture) and
+    # scored with w = 2.0. PRIMING_PRETRAINED then names the base weights it was fine-tuned
+    # from ("openai", "laion2b_s32b_b82k"; empty: OpenAI's), which decides QuickGELU.
+    "PRIMING_PACS_CHECKPOINT": env_str("RATINGGAME_PRIMING_PACS_CHECKPOINT", ""),
     # Empty: CUDA when available, else CPU. Batch: pairs scored per encoder batch.
     "PRIMING_DEVICE": env_str("RATINGGAME_PRIMING_DEVICE", ""),
     "PRIMING_BATCH_SIZE": env_int("RATINGGAME_PRIMING_BATCH_SIZE", 64),

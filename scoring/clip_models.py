@@ -15,7 +15,12 @@ The formulas themselves live in `scoring.clipscore` (numpy only).
 - a local directory in open_clip's hub layout (open_clip_config.json + weights):
   `load_scorer("/models/my-clip")` (or "local-dir:/models/my-clip");
 - a PAC-S checkpoint over its base architecture: `load_scorer("ViT-B-32",
-  "/models/clip_ViT-B-32.pth", pacs=True)`, scored with w = 2.0.
+  "/models/clip_ViT-B-32.pth", pacs=True)`, scored with w = 2.0; `base="laion2b_s32b_b82k"`
+  names the weights PAC-S was fine-tuned from when they are not OpenAI's (see
+  `pacs_quick_gelu`).
+
+Images go through `image_to_rgb` before open_clip's preprocessing, so 16-bit, float,
+CMYK, palette and transparent images reach the model as the 8-bit RGB picture a rater sees.
 """
 
 from __future__ import annotations
@@ -56,9 +61,11 @@ DIRECTORY_WEIGHT_FILES = (
 # Entries that only OpenAI's released CLIP models carry next to the weights (they are
 # attributes of the TorchScript archive and show up in its state_dict()).
 OPENAI_METADATA_KEYS = ("input_resolution", "context_length", "vocab_size")
-# PAC-S ViT-B/32 fine-tunes OpenAI's ViT-B/32 loaded with the `clip` package
-# (aimagelab/pacscore compute_metrics.py: clip.load("ViT-B/32")), so it needs QuickGELU.
-PACS_OPENAI_BASES = ("ViT-B-32",)
+# Image modes holding more than 8 bits per sample (see image_to_rgb).
+HIGH_DEPTH_MODES = ("I;16", "I;16L", "I;16B", "I;16N", "I", "F")
+# Modes with an alpha channel (or palette transparency, checked separately).
+ALPHA_MODES = ("RGBA", "RGBa", "LA", "La", "PA")
+EXIF_ORIENTATION = 0x0112
 PRECISIONS = ("fp32", "fp16", "bf16", "amp")
 DEFAULT_CACHE_SIZE = 4096  # image embeddings kept across calls: ~8 MB for 512-d float32
 DEFAULT_BATCH_SIZE = 64
@@ -90,6 +97,73 @@ def _short(exc: BaseException, limit: int = 300) -> str:
 def file_sha256(path: Path) -> str:
     with path.open("rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+# ---------------------------------------------------------------------------------------
+# Images
+
+
+def _high_depth_to_l(image: Image.Image) -> Image.Image:
+    """An 8-bit grey image ("L") from a 16-bit, 32-bit integer or float grey image.
+
+    Pillow's own conversion of these modes to RGB clips every value above 255, which turns
+    a 16-bit photograph almost white. Instead the samples are scaled to 0..255 by their
+    full scale: 65535 for the 16-bit modes ("I;16*"), and for "I" (how Pillow may present
+    a 16-bit PNG or TIFF) when every value lies in 0..65535; 1.0 for a float ("F") image
+    whose values lie in 0..1. Anything else (negative or larger values) is stretched over
+    its actual range, min to max.
+    """
+    from PIL import Image as PILImage
+
+    values = np.asarray(image, dtype=np.float64)
+    finite = values[np.isfinite(values)]
+    low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
+    if image.mode.startswith("I;16") or (image.mode == "I" and low >= 0 and high <= 65535):
+        low, scale = 0.0, 65535.0
+    elif image.mode == "F" and low >= 0 and high <= 1:
+        low, scale = 0.0, 1.0
+    else:
+        scale = high - low or 1.0
+    scaled = np.nan_to_num((values - low) * (255.0 / scale), nan=0.0, posinf=255.0, neginf=0.0)
+    return PILImage.fromarray(np.clip(np.rint(scaled), 0, 255).astype(np.uint8), mode="L")
+
+
+def image_to_rgb(image: Image.Image) -> Image.Image:
+    """The 8-bit RGB picture a rater's browser shows for ``image``, as the model should see it.
+
+    - EXIF orientation is applied (browsers rotate JPEGs by it);
+    - 16-bit / 32-bit / float grey ("I;16", "I", "F"): scaled to 8 bits (``_high_depth_to_l``);
+    - transparency ("RGBA", "LA", "PA", "P" with a transparent colour, premultiplied modes):
+      composited on white, not dropped (dropping alpha reveals whatever colour the hidden
+      pixels happen to hold, often black);
+    - "CMYK": through the embedded ICC profile when there is one, else Pillow's conversion;
+    - "1", "L", "P", "YCbCr", "LAB", "HSV" and the rest: Pillow's conversion to RGB.
+    """
+    from PIL import Image as PILImage
+    from PIL import ImageOps
+
+    if image.getexif().get(EXIF_ORIENTATION, 1) != 1:
+        image = ImageOps.exif_transpose(image)
+    mode = image.mode
+    if mode == "RGB":
+        return image
+    if mode in HIGH_DEPTH_MODES:
+        return _high_depth_to_l(image).convert("RGB")
+    if mode in ALPHA_MODES or (mode == "P" and "transparency" in image.info):
+        rgba = image.convert("RGBA")
+        white = PILImage.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return PILImage.alpha_composite(white, rgba).convert("RGB")
+    if mode == "CMYK" and image.info.get("icc_profile"):
+        import io
+
+        from PIL import ImageCms
+
+        try:
+            source = ImageCms.ImageCmsProfile(io.BytesIO(image.info["icc_profile"]))
+            return ImageCms.profileToProfile(image, source, ImageCms.createProfile("sRGB"), outputMode="RGB")
+        except (ImageCms.PyCMSError, OSError, ValueError):
+            pass  # a broken embedded profile: fall back to the plain conversion
+    return image.convert("RGB")
 
 
 # ---------------------------------------------------------------------------------------
@@ -189,10 +263,10 @@ def load_state_dict_strict(model: torch.nn.Module, state_dict: dict[str, torch.T
         parts = [f"{len(missing)} missing (e.g. {', '.join(missing[:3]) or '-'})"]
         parts.append(f"{len(unexpected)} unexpected (e.g. {', '.join(unexpected[:3]) or '-'})")
         parts.append(f"{len(mismatched)} shape mismatch(es) (e.g. {'; '.join(mismatched[:2]) or '-'})")
-        raise ScorerLoadError(
-            f"{path}: keys don't match model {model_name}: {', '.join(parts)}. "
-            "Is it a checkpoint of another architecture?"
-        )
+        hint = "Is it a checkpoint of another architecture?"
+        if any("lora_" in k for k in unexpected):
+            hint = "It holds LoRA adapters (PAC-S++?): merge them into the base weights first."
+        raise ScorerLoadError(f"{path}: keys don't match model {model_name}: {', '.join(parts)}. {hint}")
     model.load_state_dict(state_dict, strict=True)
 
 
@@ -313,17 +387,50 @@ def _from_tag(model_name: str, tag: str, tag_cfg: dict, *, precision: str, quick
     return _Loaded(model, open_clip.get_tokenizer(model_name), identity)
 
 
-def _from_file(model_name: str, path: Path, *, precision: str, quick_gelu: bool | None, pacs: bool) -> _Loaded:
+def pacs_quick_gelu(model_name: str, base: str | None = None) -> bool:
+    """Whether a PAC-S checkpoint over ``model_name``, fine-tuned from ``base``, needs QuickGELU.
+
+    PAC-S fine-tunes a released CLIP and keeps its activation, and a state dict does not
+    say which activation it was trained with, so the base decides:
+
+    - ``base`` a pretrained tag: open_clip's flag for it ("openai": QuickGELU;
+      "laion2b_s32b_b82k", the base of PAC-S's open_clip ViT-L/14 release: GELU);
+    - ``base`` a file: QuickGELU for an OpenAI TorchScript archive (OpenAI's release format);
+    - no base: QuickGELU when open_clip knows OpenAI weights for the architecture (ViT-B-32,
+      ViT-B-16, ViT-L-14, ViT-L-14-336, the ResNets): PAC-S ViT-B/32 and PAC-S++ ViT-B/32
+      and ViT-L/14 start from OpenAI's models (aimagelab/pacscore: clip.load(...)).
+    """
+    import open_clip
+
+    if base:
+        cfg = open_clip.get_pretrained_cfg(model_name, base)
+        if cfg:
+            return bool(cfg.get("quick_gelu", False))
+        path = Path(base).expanduser()
+        if path.is_file():
+            return _is_torchscript_archive(path)
+        tags = open_clip.list_pretrained_tags_by_model(model_name)
+        raise ScorerLoadError(
+            f"PAC-S base {base!r} is neither a pretrained tag of {model_name} (tags: {tags}) nor a file"
+        )
+    return "openai" in open_clip.list_pretrained_tags_by_model(model_name)
+
+
+def _from_file(
+    model_name: str, path: Path, *, precision: str, quick_gelu: bool | None, pacs: bool, base: str | None = None
+) -> _Loaded:
     import open_clip
 
     if path.is_dir():
         raise ScorerLoadError(f"{path} is a directory: pass it as model_name, with pretrained=None")
     state_dict, openai = read_checkpoint(path)
     if quick_gelu is None:
-        quick_gelu = openai or (pacs and model_name in PACS_OPENAI_BASES)
+        quick_gelu = openai or (pacs and pacs_quick_gelu(model_name, base))
     model = _create_architecture(model_name, precision=precision, quick_gelu=quick_gelu)
     load_state_dict_strict(model, state_dict, path, model_name)
     identity = {"model": model_name, "pretrained": str(path), "sha256": file_sha256(path)}
+    if pacs:
+        identity["pacs_base"] = base
     return _Loaded(model, open_clip.get_tokenizer(model_name), identity)
 
 
@@ -336,6 +443,7 @@ def load_scorer(
     *,
     quick_gelu: bool | None = None,
     pacs: bool = False,
+    base: str | None = None,
     cache_size: int = DEFAULT_CACHE_SIZE,
     batch_size: int = DEFAULT_BATCH_SIZE,
     decode_workers: int | None = None,
@@ -347,9 +455,15 @@ def load_scorer(
     scores. `quick_gelu=None` decides it: True for a pretrained tag that open_clip marks
     quick_gelu (e.g. "openai"), for an OpenAI TorchScript archive or a state dict carrying
     OpenAI's `input_resolution`/`context_length`/`vocab_size` entries, and for a PAC-S
-    checkpoint over ViT-B-32 (fine-tuned from OpenAI's model). A plain state dict of OpenAI
-    weights looks exactly like an open_clip one: pass `quick_gelu=True` or the model name
-    "ViT-B-32-quickgelu" for it. True/False forces the choice.
+    checkpoint whose base is OpenAI's model (`pacs_quick_gelu`: by default any architecture
+    OpenAI released, ViT-B-32 and ViT-L-14 included; `base` names another). A plain state
+    dict of OpenAI weights looks exactly like an open_clip one: pass `quick_gelu=True` or
+    the model name "ViT-B-32-quickgelu" for it. True/False forces the choice.
+
+    PAC-S: `pretrained` is the PAC-S checkpoint file, a complete state dict loaded strictly
+    over the architecture (as aimagelab/pacscore's `model.load_state_dict(checkpoint[
+    "state_dict"])` replaces every base weight), so the base weights themselves are never
+    downloaded; `base` (a pretrained tag or file) only tells which activation they used.
 
     A checkpoint file gets open_clip's default preprocessing (OpenAI mean/std, bicubic
     resize of the short side, centre crop); a directory's open_clip_config.json may set
@@ -368,6 +482,8 @@ def load_scorer(
         import open_clip
     except ImportError as exc:
         raise ScorerLoadError(f"open_clip/torch are not installed in this worker: {exc}") from exc
+    if base is not None and not pacs:
+        raise ScorerLoadError("`base` names the weights a PAC-S checkpoint was fine-tuned from: pass pacs=True")
 
     device = _default_device(device)
     precision = precision or ("fp16" if device.startswith("cuda") else "fp32")
@@ -398,7 +514,7 @@ def load_scorer(
         loaded = _from_tag(model_name, pretrained, tag_cfg, precision=precision, quick_gelu=quick_gelu)
     elif pacs or Path(pretrained).suffix in CHECKPOINT_SUFFIXES or "/" in pretrained or Path(pretrained).exists():
         path = Path(pretrained).expanduser().resolve()
-        loaded = _from_file(model_name, path, precision=precision, quick_gelu=quick_gelu, pacs=pacs)
+        loaded = _from_file(model_name, path, precision=precision, quick_gelu=quick_gelu, pacs=pacs, base=base)
     else:
         tags = open_clip.list_pretrained_tags_by_model(model_name)
         raise ScorerLoadError(
@@ -551,7 +667,7 @@ class ClipScorer:
 
     def encode_images(self, images: Sequence[Image.Image], batch_size: int | None = None) -> np.ndarray:
         """Image embeddings (float32, not normalised) of PIL images, preprocessed as the model expects."""
-        return self.encode_image_tensors([self.preprocess(image) for image in images], batch_size)
+        return self.encode_image_tensors([self.preprocess(image_to_rgb(image)) for image in images], batch_size)
 
     def encode_texts(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
         """Text embeddings of "A photo depicts " + text, truncated to the model's context (77 tokens).
@@ -594,7 +710,7 @@ class ClipScorer:
 
     def _prepare(self, loader: Callable[[], Image.Image]) -> tuple[torch.Tensor | None, str | None]:
         try:
-            return self.preprocess(loader()), None
+            return self.preprocess(image_to_rgb(loader())), None
         except Exception as exc:  # noqa: BLE001 - a loader may fail in any way; only its pairs fail
             return None, f"image could not be decoded: {_short(exc)}"
 

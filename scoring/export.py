@@ -8,6 +8,8 @@
 - ``statistics.json``: the virtual-rater agreement report, distributions, counts, splits and
   the metric-correlation table;
 - ``report.html`` (self-contained, inline SVG) and ``datasheet.md``;
+- ``wright_map.svg``: the latest rater-competency analysis's Wright map (the paper's Figure 3),
+  when one has finished; its latent regression is in ``statistics.json`` and the report;
 - ``manifest.json``: parameters, code version, counts and the sha256 of every other file;
 - ``images/`` with ``with_images``.
 
@@ -39,7 +41,8 @@ from scoring.export_stats import (
 from scoring.splits import SPLITS, TEST, split_for_image
 
 SAMPLES = 100  # virtual-rater repetitions (SPEC section 6)
-BUNDLE_FILES = ("statistics.json", "report.html", "datasheet.md", "manifest.json")
+WRIGHT_MAP_FILE = "wright_map.svg"
+BUNDLE_FILES = ("statistics.json", "report.html", "datasheet.md", WRIGHT_MAP_FILE, "manifest.json")
 PAIR_COLUMNS = (
     ("pair_id", "int"),
     ("image_file", "str"),
@@ -106,7 +109,7 @@ def export_build(
         data, splits=splits, summaries=summaries, seed=seed, samples=samples, parameters=parameters
     )
 
-    statistics["competency"] = _competency_section()
+    statistics["competency"], wright_map = competency_section(data.pseudonyms)
 
     report(0.6, "Writing tables")
     pair_columns, pair_rows = _pair_table(data, splits, summaries)
@@ -118,7 +121,9 @@ def export_build(
 
     report(0.95, "Writing the report and datasheet")
     _json_write(out / "statistics.json", statistics)
-    (out / "report.html").write_text(report_render(statistics), encoding="utf-8")
+    if wright_map:
+        (out / WRIGHT_MAP_FILE).write_text(wright_map + "\n", encoding="utf-8")
+    (out / "report.html").write_text(report_render(statistics, wright_map_svg=wright_map), encoding="utf-8")
     (out / "datasheet.md").write_text(datasheet_render(statistics), encoding="utf-8")
     _manifest_write(out, parameters, statistics["counts"])
     report(1.0, "Done")
@@ -291,13 +296,46 @@ def _json_write(path: Path, value: dict) -> None:
     path.write_text(json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
 
 
-def _competency_section() -> dict | None:
-    """The latest rater-competency analysis (PCM, latent regression), without per-rater rows:
-    abilities are keyed by internal profile ids, which an export must not reveal."""
+def competency_section(pseudonyms: dict[int, str]) -> tuple[dict, str]:
+    """The latest finished rater-competency analysis (PCM, latent regression, Wright map).
+
+    Returns (the ``competency`` entry of statistics.json, the Wright map SVG or ""). Raters stay
+    pseudonymous: competencies are listed under the export's pseudonyms (``pseudonyms``: user id
+    -> pseudonym) for the raters who have exported ratings, never under usernames or internal
+    ids; the others are only counted. Without a finished analysis the entry says so.
+    """
     from annotators.analysis_jobs import latest_competency_summary
+    from annotators.models import RaterProfile
 
     summary = latest_competency_summary()
     if summary is None:
-        return None
-    private = {"abilities", "wright_map_svg", "id"}
-    return {key: value for key, value in summary.items() if key not in private}
+        return {
+            "available": False,
+            "note": "No rater-competency analysis had finished when this export was made: no Wright map "
+            "and no latent regression. Staff can run it from the dashboard (Refresh the analysis).",
+        }, ""
+    user_of = dict(RaterProfile.objects.filter(user_id__in=list(pseudonyms)).values_list("id", "user_id"))
+    raters = []
+    for profile_id, (ability, se) in summary["abilities"].items():
+        pseudonym = pseudonyms.get(user_of.get(int(profile_id)))
+        if pseudonym is not None:
+            raters.append({"rater": pseudonym, "competency": ability, "se": se})
+    raters.sort(key=lambda row: row["rater"])
+    svg = summary["wright_map_svg"] or ""
+    section = {
+        "available": True,
+        "note": "",
+        "finished_at": summary["finished_at"],
+        "game_ratings_count": summary["game_ratings_count"],
+        "n_raters": summary["n_raters"],
+        "n_items": summary["n_items"],
+        "n_responses": summary["n_responses"],
+        "duration_seconds": summary["duration_seconds"],
+        "details": summary["details"],
+        "regression": summary["regression"],
+        "paper_regression": summary["paper_regression"],
+        "wright_map_file": WRIGHT_MAP_FILE if svg else None,
+        "raters": raters,
+        "raters_not_in_export": len(summary["abilities"]) - len(raters),
+    }
+    return json_safe(section), svg

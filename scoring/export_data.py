@@ -62,6 +62,8 @@ class ExportData:
     # (metric, model identity) -> pair id -> (raw score, calibrated rating)
     model_scores: dict[tuple[str, str], dict[int, tuple[float, float]]]
     counts: dict
+    # user id -> pseudonym of every exported rater (never written out; for joining per-rater data)
+    pseudonyms: dict[int, str] = field(default_factory=dict)
 
 
 def export_data_collect(*, min_ratings: int, progress: Progress | None = None) -> ExportData:
@@ -98,7 +100,7 @@ def export_data_collect(*, min_ratings: int, progress: Progress | None = None) -
         **_timing(ratings),
     }
     report(1.0, "Read")
-    return ExportData(pairs, ratings, columns, scores, counts)
+    return ExportData(pairs, ratings, columns, scores, counts, pseudonyms)
 
 
 def _valid_rating_rows(report: Progress) -> list[tuple]:

@@ -120,12 +120,23 @@ def export_job_execute(job_id: int) -> str:
 
 
 def _claim(job_id: int) -> bool:
-    """Conditional UPDATE: only one worker runs a job, and a job orphaned by a dead worker can run again."""
-    stale = timezone.now() - timedelta(seconds=TIME_LIMIT_SECONDS)
-    claimable = Q(status=ExportJob.Status.QUEUED) | Q(status=ExportJob.Status.RUNNING, created_at__lt=stale)
+    """Conditional UPDATE: only one worker runs a job, and a job orphaned by a dead worker can run again.
+
+    A running job counts as orphaned once the task's hard time limit has passed since it *started*
+    (``started_at``): a job that waited long in the queue is not taken from the worker running it.
+    """
+    now = timezone.now()
+    stale = now - timedelta(seconds=TIME_LIMIT_SECONDS)
+    running = Q(status=ExportJob.Status.RUNNING)
+    claimable = (
+        Q(status=ExportJob.Status.QUEUED)
+        | (running & Q(started_at__lt=stale))
+        # Rows claimed before started_at existed: their creation time is all there is.
+        | (running & Q(started_at__isnull=True, created_at__lt=stale))
+    )
     return bool(
         ExportJob.objects.filter(claimable, pk=job_id).update(
-            status=ExportJob.Status.RUNNING, progress=0.0, progress_message="Starting", error=""
+            status=ExportJob.Status.RUNNING, started_at=now, progress=0.0, progress_message="Starting", error=""
         )
     )
 

@@ -9,8 +9,42 @@ from scoring.export_figures import distribution_bars_svg, source_shares_svg
 from scoring.export_stats import AGREEMENT_ROWS, PAPER_TABLE3
 
 
-def _figure(value: float | None) -> str:
-    return "—" if value is None else f"{value:.1f}"
+def _figure(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _p_value(p: float | None) -> str:
+    if p is None:
+        return "—"
+    return "< 0.0001" if p < 1e-4 else f"{p:.4f}"
+
+
+def _competency(statistics: dict) -> dict:
+    """The report's view of statistics["competency"]: the regression formatted, rater rows."""
+    competency = statistics.get("competency") or {"available": False, "note": ""}
+    regression = competency.get("regression") or {}
+    paper = competency.get("paper_regression") or {}
+    coef = regression.get("coef_per_10_percent")
+    row = None
+    if coef is not None:
+        p = _p_value(regression.get("p_value"))
+        row = {
+            "coef": f"{coef:+.3f}",
+            "se": _figure(regression.get("se_per_10_percent"), 3),
+            "p": p,
+            "p_text": f"p {p}" if p.startswith("<") else f"p = {p}",
+            "n": regression.get("n"),
+        }
+    return {
+        **competency,
+        "regression_row": row,
+        "paper_coef": f"{paper.get('coef_per_10_percent', 0.17):+.2f}",
+        "paper_se": f"{paper.get('se_per_10_percent', 0.03):.2f}",
+        "raters_rows": [
+            {"rater": rater["rater"], "competency": _figure(rater["competency"], 2), "se": _figure(rater["se"], 2)}
+            for rater in competency.get("raters", [])
+        ],
+    }
 
 
 def _context(statistics: dict) -> dict:
@@ -56,15 +90,22 @@ def _context(statistics: dict) -> dict:
                 statistics["source_distributions"], figure_id="fig-sources", title="Rating distribution per source"
             )
         ),
+        "competency": _competency(statistics),
         "scale_levels": LEVELS,
         "min_seconds": game.get("MIN_SECONDS_PER_RATING"),
         "priming_model": game.get("PRIMING_MODEL") or "",
     }
 
 
-def report_render(statistics: dict) -> str:
-    """The self-contained HTML report: tables, inline SVG figures, the paper's Table 3 beside ours."""
-    return render_to_string("scoring/export/report.html", _context(statistics))
+def report_render(statistics: dict, *, wright_map_svg: str = "") -> str:
+    """The self-contained HTML report: tables, inline SVG figures, the paper's Table 3 beside ours.
+
+    ``wright_map_svg``: the competency analysis's Wright map (``annotators.wright_map``, built
+    from escaped text), shown inline when given.
+    """
+    context = _context(statistics)
+    context["wright_map_svg"] = mark_safe(wright_map_svg)  # noqa: S308 - escaped in annotators.wright_map
+    return render_to_string("scoring/export/report.html", context)
 
 
 def datasheet_render(statistics: dict) -> str:

@@ -71,6 +71,9 @@ class ExportJob(models.Model):
 
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+    # When a worker claimed it: a running job is taken as lost this long after it started, not
+    # after it was queued (it may wait in the queue behind other work).
+    started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     progress = models.FloatField(default=0.0)

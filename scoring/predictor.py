@@ -10,7 +10,11 @@ and early stopping on the validation MSE (patience in epochs), all configurable.
 
 Split by image with scoring.splits.split_for_image (no image in two splits). The predictor
 is activated for priming only when its test tau_c beats the calibrated CLIP-S on the same
-test rows. torch is imported inside functions only.
+test rows. That CLIP-S calibration is fitted here on the training split only, by the same
+rule as the priming calibration (scoring.calibration.choose_knots: isotonic from 200 pairs,
+else the documented default map), so no test rating reaches either side of the comparison.
+Once active, the predictor fills priming slot 2, the prime kept longest (scoring.prime_runner).
+torch is imported inside functions only.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ log = logging.getLogger(__name__)
 
 HIDDEN = (1024, 64)
 MIN_PAIRS_PER_SPLIT = 2
-_LOADED: dict[int, Any] = {}
+_LOADED: dict[tuple[int, str], Any] = {}
 
 
 @dataclass
@@ -168,18 +172,25 @@ def dataset_from_db(scorer: ClipScorer, batch_size: int = 64) -> Dataset:
     )
 
 
-def train_and_record(
-    dataset: Dataset,
-    *,
-    base_identity: str,
-    clip_knots: tuple[list[float], list[float]],
-    seed: int = 0,
-    **train_kwargs: Any,
-) -> PredictorRun:
+def clip_calibration_on_train(dataset: Dataset) -> tuple[str, list[float], list[float]]:
+    """(method, x_knots, y_knots) of CLIP-S calibrated on the training split only.
+
+    The same rule as the priming calibration (isotonic from MIN_PAIRS_FOR_FIT pairs, else
+    the default map), fitted on the raw CLIP-S and mean human rating of the training rows.
+    """
+    from scoring.calibration import choose_knots
+
+    rows = np.flatnonzero(np.asarray(dataset.splits) == TRAIN)
+    target = [float(np.mean(dataset.ratings[i])) for i in rows]
+    return choose_knots(dataset.clip_raw[rows], target)
+
+
+def train_and_record(dataset: Dataset, *, base_identity: str, seed: int = 0, **train_kwargs: Any) -> PredictorRun:
     """Train, evaluate on the test split against calibrated CLIP-S, save, store a PredictorRun.
 
-    The run becomes the active predictor (and any other is deactivated) only when its test
-    tau_c is strictly higher than calibrated CLIP-S's. Raises ValueError with too little data.
+    CLIP-S is calibrated on the training split (``clip_calibration_on_train``). The run
+    becomes the active predictor (and any other is deactivated) only when its test tau_c is
+    strictly higher than calibrated CLIP-S's. Raises ValueError with too little data.
     """
     import torch
     from django.conf import settings
@@ -201,6 +212,7 @@ def train_and_record(
     test_rows = index[TEST]
     test_ratings = [dataset.ratings[i] for i in test_rows]
     predicted = np.clip(predict(model, x[test_rows]), 1.0, 5.0)
+    clip_method, *clip_knots = clip_calibration_on_train(dataset)
     clip_calibrated = apply_knots(dataset.clip_raw[test_rows], *clip_knots)
     tau_predictor = tau_method_a(predicted, test_ratings)
     tau_clip = tau_method_a(clip_calibrated, test_ratings)
@@ -212,6 +224,12 @@ def train_and_record(
         "tau_c_test_clip_s": None if not np.isfinite(tau_clip) else tau_clip,
         "test_mse_predictor": float(np.mean((predicted - target[test_rows]) ** 2)),
         "beats_clip_s": better,
+        "clip_s_calibration": {
+            "method": clip_method,
+            "fitted_on": "train",
+            "x_knots": clip_knots[0],
+            "y_knots": clip_knots[1],
+        },
         "seed": seed,
         "hidden": list(HIDDEN),
         **info,
@@ -244,12 +262,13 @@ def load_run(run: PredictorRun) -> torch.nn.Module:
     import torch
     from django.conf import settings
 
-    if run.pk not in _LOADED:
+    key = (run.pk, run.checkpoint)
+    if key not in _LOADED:
         saved = torch.load(Path(settings.MEDIA_ROOT) / run.checkpoint, map_location="cpu", weights_only=True)
         model = build_mlp(saved["in_dim"], saved["dropout"])
         model.load_state_dict(saved["state_dict"])
-        _LOADED[run.pk] = model.eval()
-    return _LOADED[run.pk]
+        _LOADED[key] = model.eval()
+    return _LOADED[key]
 
 
 def predict_pairs(run: PredictorRun, scorer: ClipScorer, pairs: list) -> list[float]:
@@ -266,17 +285,12 @@ def predict_pairs(run: PredictorRun, scorer: ClipScorer, pairs: list) -> list[fl
 
 def train_from_db(seed: int = 0, **train_kwargs: Any) -> PredictorRun:
     """The periodic / command entry point: embed validated pairs with the priming scorer and train."""
-    from scoring.calibration_service import current_calibration
-    from scoring.prime_runner import get_scorer, priming_config, scorer_identity
+    from scoring.clip_models import ScorerLoadError
+    from scoring.prime_runner import configured_scorer, priming_config, scorer_identity
 
-    config = priming_config()
-    if not config["model"]:
-        raise ValueError("no priming model configured (set RATINGGAME_PRIMING_MODEL)")
-    scorer = get_scorer(config["model"], config["pretrained"], config["device"])
-    identity = scorer_identity(scorer)
-    metric = "pac_s" if scorer.identity.get("pac_s") else "clip_s"
-    cal = current_calibration(metric, identity)
-    dataset = dataset_from_db(scorer, config["batch_size"])
-    return train_and_record(
-        dataset, base_identity=identity, clip_knots=(cal.x_knots, cal.y_knots), seed=seed, **train_kwargs
-    )
+    try:
+        scorer = configured_scorer()
+    except ScorerLoadError as exc:
+        raise ValueError(str(exc)) from exc
+    dataset = dataset_from_db(scorer, priming_config()["batch_size"])
+    return train_and_record(dataset, base_identity=scorer_identity(scorer), seed=seed, **train_kwargs)

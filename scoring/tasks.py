@@ -44,10 +44,14 @@ def prime_pairs(pair_ids: list[int]) -> dict:
 
 @shared_task(name="scoring.tasks.sweep_pending_priming", acks_late=True)
 def sweep_pending_priming() -> int:
-    """Re-queue game pairs left pending (broker was down) or with a stale running claim.
+    """Re-queue game pairs left pending or with a stale running claim.
 
-    For a pending pair, priming_claimed_at records when the sweep last queued it, so a pair
-    is queued again at most once per PRIMING_STALE_SECONDS while the GPU worker is away.
+    Pending covers a broker that was down, a GPU worker that was away, and pairs waiting
+    for a priming model (scoring.prime_runner.NO_MODEL_NOTE): those are primed by the first
+    sweep after a worker has a model. Failed pairs are not retried here (an undecodable
+    image would fail every time): `manage.py prime_pairs` and the admin's "Retry priming"
+    action retry them. For a pending pair, priming_claimed_at records when the sweep last
+    queued it, so a pair is queued again at most once per PRIMING_STALE_SECONDS.
     Returns the number of pairs queued.
     """
     from django.db.models import Q

@@ -3,7 +3,7 @@ because autodiscovery imports only `tasks` modules and scoring/tasks.py is the p
 
 from celery import shared_task
 
-# Hard limit of the task; a job still "running" this long after it was created lost its worker.
+# Hard limit of the task; a job still "running" this long after it started lost its worker.
 TIME_LIMIT_SECONDS = 2 * 60 * 60
 
 

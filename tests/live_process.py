@@ -8,6 +8,7 @@ stopped before the test ends, so that pytest-django can flush and drop the datab
 
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -112,3 +113,43 @@ def _wait_until_up(url: str, process: subprocess.Popen, log_path: Path) -> None:
         except httpx.TransportError:
             time.sleep(0.2)
     raise RuntimeError(f"the server did not answer within {START_SECONDS} s:\n{log_path.read_text()[-3000:]}")
+
+
+# --- Celery processes ---------------------------------------------------------------------------
+
+# No gossip, mingle or heartbeat: one worker per test, started and stopped quickly.
+QUIET_WORKER = ["--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info"]
+
+
+def celery_start(arguments: list[str], env: dict[str, str], log_path: Path) -> subprocess.Popen:
+    """``celery -A ratinggame <arguments>`` in a process group of its own, logging to ``log_path``.
+
+    Its own group, so that a signal to the group (process_group_stop) reaches the worker's
+    pool children too, as a machine's shutdown or an OOM kill of the whole worker would.
+    """
+    command = [sys.executable, "-m", "celery", "-A", "ratinggame", *arguments]
+    with log_path.open("ab") as log:
+        return subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def process_group_stop(process: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
+    """Send ``sig`` to the process's group and wait; KILL the group if it outlives 30 s."""
+    if process.poll() is None:
+        os.killpg(process.pid, sig)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def celery_process(arguments: list[str], env: dict[str, str], log_path: Path) -> Iterator[subprocess.Popen]:
+    """A celery process (celery_start) for the block, stopped afterwards."""
+    process = celery_start(arguments, env, log_path)
+    try:
+        yield process
+    finally:
+        process_group_stop(process)

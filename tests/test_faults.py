@@ -15,12 +15,9 @@ and reopened afterwards). Restarting needs ``pg_ctlcluster`` (root on the CI mac
 Redis the ``redis-cli``/``redis-server`` of the machine; without them the tests skip (fail in CI).
 """
 
-import contextlib
 import os
 import shutil
-import signal
 import subprocess
-import sys
 import threading
 import time
 from datetime import timedelta
@@ -34,8 +31,9 @@ from rest_framework.authtoken.models import Token
 
 from annotators.simulation import Ack, CrowdConfig, crowd_simulate
 from ratinggame.models import CaptionPair, Pool, PrimingStatus, Rating
+from tests.celery_broker import celery_sending_to
 from tests.conftest import service_missing
-from tests.live_process import current_database_url, gunicorn_server, server_env
+from tests.live_process import QUIET_WORKER, celery_process, current_database_url, gunicorn_server, server_env
 from tests.ratinggame.api_helpers import researcher
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
@@ -172,43 +170,6 @@ def tiny_model(tmp_path_factory) -> Path:
     return save_tiny_clip_dir(tmp_path_factory.mktemp("faults") / "tiny-clip")
 
 
-@contextlib.contextmanager
-def celery_on(broker_url: str):
-    """This process's Celery app sends to ``broker_url`` (not inline) for the block."""
-    from ratinggame.celery import app
-
-    saved = (app.conf.broker_url, app.conf.task_always_eager)
-    app.conf.broker_url, app.conf.task_always_eager = broker_url, False
-    app._pool = None  # producer pools built for another broker (or a Redis now restarted)
-    app.amqp._producer_pool = None
-    try:
-        yield app
-    finally:
-        app.pool.force_close_all()
-        app.conf.broker_url, app.conf.task_always_eager = saved
-        app._pool = None
-        app.amqp._producer_pool = None
-
-
-@contextlib.contextmanager
-def gpu_worker(env: dict[str, str], log_path: Path):
-    command = [sys.executable, "-m", "celery", "-A", "ratinggame", "worker", "-Q", "gpu", "-c", "1"]
-    command += ["--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info"]
-    with log_path.open("ab") as log:
-        # Its own process group: stopping it takes its pool child down too.
-        worker = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            yield worker
-        finally:
-            if worker.poll() is None:
-                os.killpg(worker.pid, signal.SIGTERM)
-                try:
-                    worker.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    os.killpg(worker.pid, signal.SIGKILL)
-                    worker.wait(timeout=10)
-
-
 @pytest.mark.redis
 @pytest.mark.django_db(transaction=True)
 def test_with_redis_down_rating_goes_on_and_new_pairs_wait_for_priming(
@@ -263,7 +224,8 @@ def test_with_redis_down_rating_goes_on_and_new_pairs_wait_for_priming(
         "DATABASE_URL": current_database_url(),
     }
     log_path = tmp_path / "worker.log"
-    with celery_on(redis_stoppable), gpu_worker(worker_env, log_path):
+    gpu_worker = ["worker", "-Q", "gpu", "-c", "1", *QUIET_WORKER]
+    with celery_sending_to(redis_stoppable), celery_process(gpu_worker, worker_env, log_path):
         from scoring.tasks import sweep_pending_priming
 
         assert sweep_pending_priming.apply().get() == len(game_ids)

@@ -8,7 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from ratinggame.api.errors import ErrorSerializer
-from ratinggame.api.filters import IdFilter
+from ratinggame.api.filters import IdFilter, UtcIsoDateTimeFilter
 from ratinggame.api.permissions import IsResearcher
 from ratinggame.models import Rating, Stage
 
@@ -48,8 +48,8 @@ class RatingFilter(django_filters.FilterSet):
     rater = IdFilter(field_name="rater_id")
     stage = django_filters.ChoiceFilter(choices=Stage.choices)
     excluded = django_filters.BooleanFilter()
-    submitted_after = django_filters.IsoDateTimeFilter(field_name="submitted_at", lookup_expr="gte")
-    submitted_before = django_filters.IsoDateTimeFilter(field_name="submitted_at", lookup_expr="lt")
+    submitted_after = UtcIsoDateTimeFilter(field_name="submitted_at", lookup_expr="gte")
+    submitted_before = UtcIsoDateTimeFilter(field_name="submitted_at", lookup_expr="lt")
 
     class Meta:
         model = Rating

@@ -1,16 +1,19 @@
 """The PCM competency analysis on the site's ratings, its job lifecycle and its Celery tasks."""
 
 import json
+from datetime import timedelta
 
 import numpy as np
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 from scipy.stats import spearmanr
 
 from annotators.analysis import build_responses
 from annotators.analysis_jobs import competency_refresh_due, competency_refresh_request, latest_competency_summary
 from annotators.models import AnalysisStatus, CompetencyAnalysis, RaterState
 from annotators.tasks import maybe_refresh_competency, refresh_competency
+from tests.celery_broker import celery_sending_to
 from tests.factories import (
     CaptionPairFactory,
     ImageFactory,
@@ -225,3 +228,62 @@ def test_a_request_while_one_is_pending_returns_that_one():
 def test_the_periodic_check_is_scheduled(settings):
     tasks = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
     assert "annotators.tasks.maybe_refresh_competency" in tasks
+
+
+# A broker that refuses connections at once (nothing listens on port 1).
+REFUSING_BROKER = "redis://127.0.0.1:1/0"
+
+
+@pytest.mark.django_db(transaction=True)  # on_commit runs as in production, inside the request
+def test_refresh_with_the_broker_down_says_so_and_blocks_nothing(client):
+    staff = UserFactory(is_staff=True)
+    client.force_login(staff)
+    with celery_sending_to(REFUSING_BROKER):
+        response = client.post(reverse("staff:competency_refresh"))
+    assert response.status_code == 302
+    analysis = CompetencyAnalysis.objects.get()
+    assert analysis.status == AnalysisStatus.FAILED
+    assert analysis.started_at is None and analysis.finished_at is not None
+    assert "Could not queue the analysis" in analysis.error
+    page = client.get(response["Location"]).content.decode()
+    assert "could not be started: the task broker is unreachable" in page
+    assert "An analysis is running" not in page
+
+    # Nothing is stuck: the periodic check asks again (no new ratings needed), and so does a
+    # click, which now reaches the (inline) worker and runs.
+    assert competency_refresh_due()
+    again = competency_refresh_request(requested_by=staff)
+    assert again.pk != analysis.pk
+    again.refresh_from_db()
+    assert again.started_at is not None
+    assert again.status == AnalysisStatus.FAILED and "nothing to analyse" in again.error  # it ran: no ratings yet
+    assert not competency_refresh_due()  # a run that ran counts: a data problem waits for new ratings
+
+
+def test_the_periodic_check_retries_an_analysis_the_broker_never_got(
+    settings, image, django_capture_on_commit_callbacks
+):
+    settings.RATINGGAME_COMPETENCY_EVERY = 1
+    rating_record(rater=RaterProfileFactory(state=RaterState.GAME).user, pair=CaptionPairFactory(image=image), value=3)
+    with celery_sending_to(REFUSING_BROKER), django_capture_on_commit_callbacks(execute=True):
+        lost_id = maybe_refresh_competency()  # the beat's task, run by a worker while Redis is down
+    assert lost_id is not None
+    lost = CompetencyAnalysis.objects.get(pk=lost_id)
+    assert (lost.status, lost.started_at) == (AnalysisStatus.FAILED, None)
+
+    # No new rating since, yet the next check asks again, and this time the analysis runs.
+    with django_capture_on_commit_callbacks(execute=True):
+        retried_id = maybe_refresh_competency.delay().get()
+    assert retried_id not in (None, lost_id)
+    assert CompetencyAnalysis.objects.get(pk=retried_id).started_at is not None
+    assert maybe_refresh_competency.delay().get() is None  # and not again
+
+
+def test_a_running_analysis_is_stale_an_hour_after_it_started_not_after_it_was_requested():
+    long_ago = timezone.now() - timedelta(hours=3)
+    running = CompetencyAnalysis.objects.create(status=AnalysisStatus.RUNNING)
+    CompetencyAnalysis.objects.filter(pk=running.pk).update(created_at=long_ago, started_at=timezone.now())
+    # Queued for hours, started a moment ago: still running, a new request waits for it.
+    assert competency_refresh_request().pk == running.pk
+    CompetencyAnalysis.objects.filter(pk=running.pk).update(started_at=long_ago)
+    assert competency_refresh_request().pk != running.pk

@@ -9,13 +9,16 @@ from django.core.management import call_command
 from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
+from django.utils import timezone
 from hypothesis import HealthCheck, Phase
+from hypothesis import strategies as st
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 
 from annotators.models import RaterAction, RaterProfile, RaterState
+from ratinggame import game
 from ratinggame.models import Assignment, CaptionPair, Image, Pool, PrimingStatus, Rating
 from scoring.models import ExportJob
 from tests.factories import CaptionPairFactory, TutorialPairFactory, png_bytes, rating_make
@@ -282,6 +285,21 @@ def test_ratings_show_rater_ids_never_usernames_and_filter_by_rater_and_stage():
     assert [(r["rater"], r["pair"], r["value"]) for r in rows] == [(first.pk, pair.pk, 2)]
 
 
+def test_ratings_filter_by_time_reads_any_iso_offset_as_utc():
+    rating = rating_make(rater=annotator(), pair=CaptionPairFactory(pool=Pool.GAME), value=3, stage="game")
+    client = token_client(researcher())
+    # +23:13 is a valid ISO 8601 offset that PostgreSQL cannot store: it is read as UTC first.
+    moment = rating.submitted_at.astimezone(timezone.get_fixed_timezone(23 * 60 + 13))
+    after = client.get("/api/ratings/", {"submitted_after": moment.isoformat()})
+    assert (after.status_code, after.json()["count"]) == (200, 1)
+    before = client.get("/api/ratings/", {"submitted_before": moment.isoformat()})
+    assert (before.status_code, before.json()["count"]) == (200, 0)
+    # An instant before year 1 in UTC does not exist: the client's error, named.
+    refused = client.get("/api/ratings/", {"submitted_before": "0001-01-01T00:00:00+23:00"})
+    assert refused.status_code == 400
+    assert "submitted_before" in refused.json()["error"]["details"]
+
+
 # --- Researchers: manifest upload -------------------------------------------------------------------------
 
 
@@ -437,40 +455,100 @@ def _connections_kept_open():
         signal.connect(close_old_connections)
 
 
+# Per role: the API paths it may use (anything else answers 401/403, as test_authorization
+# checks route by route), and how many examples each operation gets per generation mode.
+# Admins may use every path; they get fewer examples per operation so that the three runs
+# together stay well under a minute on a 2-core machine.
+SCHEMATHESIS_ROLES = {
+    "annotator": (("/api/auth/", "/api/game/"), 8),
+    "researcher": (("/api/auth/", "/api/pairs/", "/api/ratings/", "/api/exports/"), 8),
+    "admin": (("/api/",), 6),
+}
+
+
+def schemathesis_world(role: str) -> tuple:
+    """The user of ``role`` and the ids of real objects it may reach (a served and rated pair,
+    a rating, an export, a rater profile), so generated requests also get past "not found"."""
+    for _ in range(3):
+        CaptionPairFactory(pool=Pool.GAME)
+    TutorialPairFactory()
+    user = {"annotator": lambda: annotator(state=RaterState.GAME), "researcher": researcher, "admin": admin}[role]()
+    rater = user if role == "annotator" else annotator(state=RaterState.GAME)
+    served = game.pair_serve(rater=rater)
+    feedback = game.rating_submit(rater=rater, assignment_id=served.assignment_id, value=3)
+    job = ExportJob.objects.create(created_by=user, params={"formats": ["csv"]})
+    ids = {
+        "/api/game/feedback/{assignment_id}": served.assignment_id,
+        "/api/pairs/{id}/": served.pair_id,
+        "/api/ratings/{id}/": feedback.rating_id,
+        "/api/exports/{id}/": job.pk,
+        "/api/exports/{id}/download": job.pk,
+    }
+    profile_id = RaterProfile.objects.get(user=rater).pk
+    return user, ids, profile_id, game.pair_serve(rater=rater).assignment_id if role == "annotator" else None
+
+
+def no_server_error_run(strategy, *, examples: int, headers: dict, seen: set[int]) -> None:
+    """Send ``examples`` generated cases; fail on a 5xx; add each answer's status to ``seen``."""
+
+    @hypothesis.given(case=strategy)
+    @hypothesis.settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    def no_server_error(case) -> None:
+        seen.add(case.call_and_validate(headers=headers, checks=[not_a_server_error]).status_code)
+
+    no_server_error()
+
+
 @pytest.mark.slow
 @pytest.mark.usefixtures("_connections_kept_open")
-def test_generated_requests_never_get_a_server_error():
-    """Valid and invalid requests generated from the OpenAPI schema, sent as a researcher through WSGI.
+@pytest.mark.parametrize("role", list(SCHEMATHESIS_ROLES))
+def test_generated_requests_never_get_a_server_error(role):
+    """Valid and invalid requests generated from the OpenAPI schema, sent as each role through WSGI.
 
-    Bounded: a few examples per operation and mode. (schemathesis' lazy pytest loader does not
-    run under pytest 9, so the operations are driven with hypothesis directly.)
+    Every operation is tried; those the role may use must be reached (some answer other than
+    401/403): the game by an annotator in the game, the research endpoints by a researcher,
+    everything by an admin. Half of the valid requests name real objects (path ids, the open
+    assignment) instead of random ones. Bounded: a few examples per operation and mode.
+    (schemathesis' lazy pytest loader does not run under pytest 9, so the operations are driven
+    with hypothesis directly.)
     """
-    CaptionPairFactory(pool=Pool.GAME)
-    TutorialPairFactory()
-    headers = {"Authorization": f"Token {Token.objects.create(user=researcher()).key}"}
+    prefixes, examples = SCHEMATHESIS_ROLES[role]
+    user, ids, profile_id, open_assignment = schemathesis_world(role)
+    headers = {"Authorization": f"Token {Token.objects.create(user=user).key}"}
     # Revoking the token would log the requests out for the rest of the run.
     schema = schemathesis.openapi.from_wsgi("/api/schema/", get_wsgi_application()).exclude(
         method="DELETE", path="/api/auth/token"
     )
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 20
+    statuses: dict[str, set[int]] = {}
     for operation in operations:
+
+        def real_objects(case, path=operation.path):
+            for name in case.path_parameters or {}:
+                case.path_parameters[name] = profile_id if name == "profile_id" else ids.get(path, 1)
+            if open_assignment is not None and isinstance(case.body, dict) and "assignment_id" in case.body:
+                case.body["assignment_id"] = open_assignment
+            return case
+
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
-
-            @hypothesis.given(case=operation.as_strategy(generation_mode=mode))
-            @hypothesis.settings(
-                max_examples=5,
-                deadline=None,
-                derandomize=True,
-                database=None,
-                phases=[Phase.explicit, Phase.generate],
-                suppress_health_check=list(HealthCheck),
-            )
-            def no_server_error(case) -> None:
-                case.call_and_validate(headers=headers, checks=[not_a_server_error])
-
+            strategy = operation.as_strategy(generation_mode=mode)
+            if mode == GenerationMode.POSITIVE:
+                strategy = st.one_of(strategy, strategy.map(real_objects))
+            seen = statuses.setdefault(operation.label, set())
             try:
-                no_server_error()
+                no_server_error_run(strategy, examples=examples, headers=headers, seen=seen)
             except hypothesis.errors.Unsatisfiable:
                 # An operation without parameters or body has no invalid request to generate.
                 assert mode == GenerationMode.NEGATIVE, operation.label
+    allowed = [op.label for op in operations if op.path.startswith(prefixes)]
+    assert len(allowed) >= 5, allowed
+    refused = [label for label in allowed if not statuses.get(label, set()) - {401, 403}]
+    assert not refused, f"{role}: operations only ever refused: {refused} ({statuses})"

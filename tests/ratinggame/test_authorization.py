@@ -8,7 +8,9 @@ means deciding who may use it.
 Cells: an HTTP status, LOGIN (302 to the site's log-in page), ADMIN_LOGIN (302 to the admin's),
 or REDIRECT (302 elsewhere: the journey sends a rater to their own step). GET is tried on every
 URL; the write methods (POST, DELETE) of the routes that take them are in a second table, sent
-with an empty body so that an authorized request stops at validation and changes nothing.
+with an empty (or invalid) body so that an authorized request stops at validation and changes
+nothing. The Django admin's add, change and delete pages of every model are written to as well;
+the staff action log is read-only there (add, change and delete refused).
 """
 
 import re
@@ -149,9 +151,40 @@ ADMIN_MODEL_ROUTES = {
     "<path:object_id>/": (ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, REDIRECT),
 }
 
+# The audit log of staff actions (annotators.admin.RaterActionAdmin) can be read in the admin,
+# never added to, changed or deleted by hand; every model admin not listed here is editable.
+ADMIN_REFUSED = (ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, 403)
+READ_ONLY_ADMIN = {
+    RaterAction: {
+        "add/": ADMIN_REFUSED,
+        "<path:object_id>/change/": ADMIN_REFUSED,
+        "<path:object_id>/delete/": ADMIN_REFUSED,
+    }
+}
+# Change forms with nothing required left to fill (the rest is read-only or optional) save an
+# empty POST and go back to the list: an Image's source, a profile's leaderboard settings, a
+# dispute (all read-only: nothing changes).
+ADMIN_SAVED = (ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, REDIRECT)
+ADMIN_SAVES_EMPTY_CHANGE = {"Image", "RaterProfile", "Dispute"}
+# GET of a read-only model's change page shows it without a form (the "view" page).
+READ_ONLY_ADMIN_GET = {"add/": ADMIN_REFUSED, "<path:object_id>/delete/": ADMIN_REFUSED}
+# POSTs to every model admin's pages, empty: the changelist (actions), add, change and delete.
+ADMIN_MODEL_WRITE_ROUTES = {
+    "": DJANGO_ADMIN,
+    "add/": DJANGO_ADMIN,
+    "<path:object_id>/change/": DJANGO_ADMIN,
+    "<path:object_id>/delete/": DJANGO_ADMIN,
+}
+
 # Write methods, sent with an empty body: an authorized request stops at validation (400) or at
 # a page that shows the form again; an unauthorized one never gets that far.
 WRITE_TABLE = {
+    ("POST", "accounts/signup/"): (400, REDIRECT, REDIRECT, REDIRECT),
+    ("POST", "accounts/login/"): (200, 200, 200, 200),
+    ("POST", "accounts/password_change/"): (LOGIN, 200, 200, 200),
+    ("POST", "accounts/password_reset/"): (200, 200, 200, 200),
+    ("POST", "accounts/reset/<uidb64>/<token>/"): (200, 200, 200, 200),
+    ("POST", "me/"): (LOGIN, 400, 400, 400),
     ("POST", "play/consent/"): (LOGIN, REDIRECT, 400, 400),
     ("POST", "play/<stage:stage>/"): (LOGIN, 400, REDIRECT, REDIRECT),
     ("POST", "play/feedback/<int:assignment_id>/dispute/"): (LOGIN, 400, REDIRECT, REDIRECT),
@@ -160,20 +193,34 @@ WRITE_TABLE = {
     ("POST", "staff/raters/<int:profile_id>/reinstate/"): (LOGIN, 403, 403, 400),
     ("POST", "staff/raters/<int:profile_id>/probation/"): (LOGIN, 403, 403, 400),
     ("POST", "staff/disputes/<int:dispute_id>/resolve/"): (LOGIN, 403, 403, 400),
+    # An analysis is already pending in the world: the admin is sent back to the dashboard.
+    ("POST", "staff/competency/refresh/"): (LOGIN, 403, 403, REDIRECT),
     ("POST", "api/auth/signup"): (400, 400, 400, 400),
     ("POST", "api/auth/token"): (400, 400, 400, 400),
     ("DELETE", "api/auth/token"): (401, 204, 204, 204),
     ("POST", "api/game/consent"): (401, 400, 403, 400),
+    # Serving a pair is a write (an assignment); the admin in the world never gave consent.
+    ("POST", "api/game/next"): (401, 200, 403, 403),
     ("POST", "api/game/submit"): (401, 400, 403, 400),
     ("POST", "api/pairs/import"): (401, 403, 400, 400),
     ("POST", "api/exports/"): (401, 403, 400, 400),
     ("POST", "api/admin/raters/<int:profile_id>/suspend"): (401, 403, 403, 400),
     ("POST", "api/admin/raters/<int:profile_id>/reinstate"): (401, 403, 403, 400),
     ("POST", "api/admin/raters/<int:profile_id>/probation"): (401, 403, 403, 400),
+    ("POST", "admin/login/"): (200, 200, 200, 200),
+    ("POST", "admin/password_change/"): (ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, 200),
+    ("POST", "admin/auth/user/<id>/password/"): (ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, 200),
+    # Last: they end the session (each request has a client of its own anyway).
+    ("POST", "accounts/logout/"): (REDIRECT, REDIRECT, REDIRECT, REDIRECT),
+    ("POST", "admin/logout/"): (REDIRECT, REDIRECT, REDIRECT, REDIRECT),
 }
 
-# Bodies other than empty: the export form's defaults are all valid, so it gets an invalid one.
-WRITE_BODIES = {("POST", "api/exports/"): b'{"min_ratings": 0}'}
+# Bodies other than empty (as JSON unless a content type is given): the export form's defaults
+# are all valid, and so is an empty profile form, so they get invalid ones.
+WRITE_BODIES = {
+    ("POST", "api/exports/"): b'{"min_ratings": 0}',
+    ("POST", "me/"): ("display_name=" + "x" * 41, "application/x-www-form-urlencoded"),
+}
 
 # URLs for the regular-expression patterns (which have no converters to fill).
 REGEX_URLS = {
@@ -288,8 +335,27 @@ def expected_for(route: str) -> tuple:
         return GET_TABLE[route]
     model, rest = admin_model_of(route)
     if model is not None:
+        if model in READ_ONLY_ADMIN and rest in READ_ONLY_ADMIN_GET:
+            return READ_ONLY_ADMIN_GET[rest]
         return ADMIN_MODEL_ROUTES[rest]
     raise KeyError(route)
+
+
+def write_requests() -> list[tuple[str, str, tuple]]:
+    """(method, route, expected row) of every write: WRITE_TABLE, then each model admin's pages."""
+    requests = [(method, route, row) for (method, route), row in WRITE_TABLE.items()]
+    for route in all_routes():
+        model, rest = admin_model_of(route)
+        if model is not None and rest in ADMIN_MODEL_WRITE_ROUTES:
+            row = READ_ONLY_ADMIN.get(model, {}).get(rest, ADMIN_MODEL_WRITE_ROUTES[rest])
+            if rest == "<path:object_id>/change/" and model.__name__ in ADMIN_SAVES_EMPTY_CHANGE:
+                row = ADMIN_SAVED
+            requests.append(("POST", route, row))
+    return requests
+
+
+def row_counts() -> dict[str, int]:
+    return {model._meta.label: model._default_manager.count() for model in apps.get_models()}
 
 
 def outcome(response) -> object:
@@ -339,16 +405,25 @@ def test_every_url_answers_each_role_as_the_table_says(role, world):
 
 @pytest.mark.parametrize("role", ROLES)
 def test_every_write_route_answers_each_role_as_the_table_says(role, world):
-    client = client_for(role, world)
+    before = row_counts()
     wrong = []
-    for (method, route), expected_row in WRITE_TABLE.items():
+    for method, route, expected_row in write_requests():
+        client = client_for(role, world)  # a fresh session: the log-out routes end theirs
         url = url_for(route, world)
         body = WRITE_BODIES.get((method, route), b"")
-        response = client.generic(method, url, body, content_type="application/json")
+        body, content_type = body if isinstance(body, tuple) else (body, "application/json")
+        response = client.generic(method, url, body, content_type=content_type)
         got, expected = outcome(response), expected_row[ROLES.index(role)]
         if got != expected:
             wrong.append(f"{method} {url}: expected {expected}, got {got}")
     assert not wrong, "\n".join(wrong)
-    # Nothing above was allowed to change anything: no staff action, no export, no new account.
+    # Nothing above was allowed to change anything: no staff action, no export, no new account,
+    # no row deleted anywhere, and none added but the assignment an annotator is served by
+    # api/game/next, the sessions of the log-ins, the admin's log of the saves above, and the
+    # rater profile me/ gives a signed-in user without one (as its GET does).
     assert RaterAction.objects.filter(action__in=["suspend", "reinstate", "send_to_probation"]).count() == 0
     assert ExportJob.objects.count() == 1
+    after = row_counts()
+    for label in ("ratinggame.Assignment", "sessions.Session", "admin.LogEntry", "annotators.RaterProfile"):
+        assert after.pop(label, 0) >= before.pop(label, 0), label
+    assert after == before

@@ -337,3 +337,130 @@ def test_half_precision_scores_stay_close_to_fp32(tiny, precision):
     assert max(r.clip_s for r in full) > 0.1  # not only the 0 floor
     assert [r.clip_s for r in half] == pytest.approx([r.clip_s for r in full], abs=5e-3)
     assert half[0].ref_clip_s == pytest.approx(full[0].ref_clip_s, abs=5e-3)
+
+
+# --- PAC-S bases and QuickGELU ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model_name", "base", "quick"),
+    [
+        ("ViT-B-32", None, True),  # PAC-S / PAC-S++ ViT-B/32: fine-tuned from OpenAI's (clip.load)
+        ("ViT-L-14", None, True),  # OpenAI-style ViT-L/14 base (PAC-S++)
+        ("ViT-L-14", "openai", True),
+        ("ViT-L-14", "laion2b_s32b_b82k", False),  # PAC-S's open_clip ViT-L/14 release
+        ("ViT-B-32", "laion2b_s34b_b79k", False),
+        ("ViT-H-14", None, False),  # no OpenAI release of this architecture
+        (TINY, None, False),
+    ],
+)
+def test_pacs_quickgelu_follows_the_base_weights(tiny, model_name, base, quick):
+    from scoring.clip_models import pacs_quick_gelu
+
+    assert pacs_quick_gelu(model_name, base) is quick
+
+
+def test_pacs_over_an_openai_base_runs_with_quick_gelu(tiny):
+    # An OpenAI release is a TorchScript archive: as the base, it makes PAC-S run with QuickGELU.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tokens = open_clip.get_tokenizer(TINY)(["a"])
+        traced = torch.jit.trace(tiny.model, (torch.zeros(1, 3, 32, 32), tokens), check_trace=False)
+        torch.jit.save(traced, str(tiny.root / "openai-base.pt"))
+    images = synthetic_images(2)
+    quick_features, _ = reference_embeddings(tiny.pt, images, ["a"], quick_gelu=True)
+    plain_features, _ = reference_embeddings(tiny.pt, images, ["a"], quick_gelu=False)
+    assert not np.allclose(quick_features, plain_features, atol=1e-3)  # the activation shows
+
+    over_openai = load_scorer(TINY, str(tiny.pacs), device="cpu", pacs=True, base=str(tiny.root / "openai-base.pt"))
+    assert over_openai.identity["quick_gelu"] is True and over_openai.w == 2.0
+    np.testing.assert_allclose(over_openai.encode_images(images), quick_features, atol=1e-5)
+    over_other = load_scorer(TINY, str(tiny.pacs), device="cpu", pacs=True, base=str(tiny.pt))
+    assert over_other.identity["quick_gelu"] is False
+    np.testing.assert_allclose(over_other.encode_images(images), plain_features, atol=1e-5)
+
+
+def test_pacs_base_and_lora_mistakes_are_clear_errors(tiny):
+    with pytest.raises(ScorerLoadError, match="PAC-S base 'laion9000' is neither a pretrained tag"):
+        load_scorer(TINY, str(tiny.pacs), device="cpu", pacs=True, base="laion9000")
+    with pytest.raises(ScorerLoadError, match="pass pacs=True"):
+        load_scorer(TINY, str(tiny.pt), device="cpu", base="openai")
+    lora = dict(tiny.state_dict, **{"visual.transformer.resblocks.0.attn.lora_A": torch.zeros(4, 64)})
+    torch.save({"state_dict": lora}, tiny.root / "pacs-lora.pth")
+    with pytest.raises(ScorerLoadError, match="LoRA adapters"):
+        load_scorer(TINY, str(tiny.root / "pacs-lora.pth"), device="cpu", pacs=True)
+
+
+# --- Image modes --------------------------------------------------------------------------
+
+
+def grey_ramp(seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.clip(np.linspace(10, 240, 48)[None, :] + rng.normal(0, 20, (40, 48)), 0, 255).astype(np.uint8)
+
+
+def rgb_of(image) -> np.ndarray:
+    from scoring.clip_models import image_to_rgb
+
+    converted = image_to_rgb(image)
+    assert converted.mode == "RGB"
+    return np.asarray(converted)
+
+
+def test_high_bit_depth_grey_is_scaled_to_8_bits_not_clipped():
+    grey = grey_ramp()
+    expected = np.repeat(grey[:, :, None], 3, axis=2)
+    sixteen = Image.fromarray(grey.astype(np.uint16) * 257)
+    assert sixteen.mode == "I;16"
+    buffer = io.BytesIO()
+    sixteen.save(buffer, format="PNG")
+    reopened = Image.open(io.BytesIO(buffer.getvalue()))
+    assert np.asarray(reopened.convert("RGB")).mean() > 240  # what Pillow alone makes of it: ~white
+    for image in (sixteen, reopened, Image.fromarray(grey.astype(np.int32) * 257)):  # "I;16" and "I"
+        np.testing.assert_array_equal(rgb_of(image), expected)
+    # Float in 0..1 is the unit range; other values are stretched over their actual range.
+    np.testing.assert_array_equal(rgb_of(Image.fromarray(grey.astype(np.float32) / 255)), expected)
+    stretched = rgb_of(Image.fromarray(grey.astype(np.int32) * 1000 - 70_000))  # negative and > 65535
+    low, high = grey.min(), grey.max()
+    by_hand = np.rint((grey.astype(float) - low) * 255 / (high - low)).astype(np.uint8)
+    np.testing.assert_array_equal(stretched[:, :, 0], by_hand)
+
+
+def test_transparency_is_composited_on_white_and_cmyk_converted():
+    rgba = Image.new("RGBA", (2, 1))
+    rgba.putpixel((0, 0), (0, 0, 0, 0))  # fully transparent black: shows white
+    rgba.putpixel((1, 0), (255, 0, 0, 128))  # half-transparent red over white
+    assert rgb_of(rgba).tolist() == [[[255, 255, 255], [255, 127, 127]]]
+    assert rgb_of(rgba.convert("LA")).tolist()[0][0] == [255, 255, 255]
+    palette = Image.new("P", (2, 1))
+    palette.putpalette([0, 0, 0, 0, 0, 255] + [0] * 762)
+    palette.putpixel((0, 0), 0)
+    palette.putpixel((1, 0), 1)
+    palette.info["transparency"] = 0  # colour 0 (black) is transparent, as in a GIF
+    assert rgb_of(palette).tolist() == [[[255, 255, 255], [0, 0, 255]]]
+    cmyk = Image.new("CMYK", (1, 1), (255, 0, 0, 0))  # full cyan
+    assert rgb_of(cmyk).tolist() == [[[0, 255, 255]]]
+
+
+def test_exif_orientation_is_applied_as_a_browser_does():
+    grey = grey_ramp()
+    image = Image.fromarray(grey).convert("RGB")
+    exif = Image.Exif()
+    exif[0x0112] = 6  # stored rotated: shown after a 90° clockwise turn
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG", exif=exif, quality=95)
+    shown = rgb_of(Image.open(io.BytesIO(buffer.getvalue())))
+    assert shown.shape[:2] == (grey.shape[1], grey.shape[0])
+
+
+def test_a_16_bit_image_embeds_like_its_8_bit_version(tiny):
+    scorer = load_scorer(TINY, str(tiny.pt), device="cpu")
+    grey = grey_ramp(3)
+    eight = scorer.encode_images([Image.fromarray(grey)])
+    sixteen = scorer.encode_images([Image.fromarray(grey.astype(np.uint16) * 257)])
+    np.testing.assert_allclose(sixteen, eight, atol=1e-6)
+    loaders = [lambda: Image.fromarray(grey), lambda: Image.fromarray(grey.astype(np.uint16) * 257)]
+    eight_score, sixteen_score = scorer.score_pairs(
+        [("8", loaders[0], "a cat", None), ("16", loaders[1], "a cat", None)]
+    )
+    assert sixteen_score.clip_s == pytest.approx(eight_score.clip_s, abs=1e-6)

@@ -7,6 +7,7 @@ import math
 import re
 import zipfile
 from collections import Counter, defaultdict
+from datetime import timedelta
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -16,8 +17,11 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.db.models import Count, Q
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from scipy import stats
 
+from annotators.analysis_jobs import competency_analysis_run
+from annotators.models import AnalysisStatus, CompetencyAnalysis, RaterProfile
 from ratinggame.models import CaptionPair, Pool, Rating, Stage
 from scoring.agreement import virtual_rater_report
 from scoring.export import export_build
@@ -25,7 +29,7 @@ from scoring.export_figures import distribution_bars_svg, source_shares_svg
 from scoring.export_files import formats_parse
 from scoring.export_stats import metric_correlation
 from scoring.models import ExportJob, ModelRating
-from scoring.tasks_export import export_job_run
+from scoring.tasks_export import TIME_LIMIT_SECONDS, export_job_run
 from tests.factories import CaptionPairFactory, ImageFactory
 from tests.scoring.export_world import CLIP, EXCLUDED_REASON, pairs_add, world_build
 
@@ -462,26 +466,122 @@ def test_formats_parse():
         formats_parse(" , ")
 
 
-def test_statistics_include_the_latest_competency_analysis_without_rater_ids(tmp_path):
-    from django.utils import timezone
+# --- the rater-competency analysis in the bundle ------------------------------------------------
 
-    from annotators.models import AnalysisStatus, CompetencyAnalysis
-    from scoring.export import export_build
 
-    assert export_build(out_dir=tmp_path / "before", samples=2)["pairs"] == 0
-    before = json.loads((tmp_path / "before" / "statistics.json").read_text())
-    assert before["competency"] is None
-    CompetencyAnalysis.objects.create(
-        status=AnalysisStatus.DONE,
-        finished_at=timezone.now(),
-        n_raters=12,
-        abilities={"41": [0.5, 0.2]},
-        regression={"coef_per_10_percent": 0.21, "n": 12},
-        wright_map_svg="<svg/>",
-    )
-    export_build(out_dir=tmp_path / "after", samples=2)
-    competency = json.loads((tmp_path / "after" / "statistics.json").read_text())["competency"]
-    assert competency["regression"] == {"coef_per_10_percent": 0.21, "n": 12}
-    assert competency["n_raters"] == 12
+def test_without_a_competency_analysis_the_bundle_says_so(world, tmp_path):
+    out = tmp_path / "out"
+    build(out, formats=("csv",), samples=2)
+    competency = json.loads((out / "statistics.json").read_text())["competency"]
+    assert competency["available"] is False
+    assert "No rater-competency analysis had finished" in competency["note"]
+    assert not (out / "wright_map.svg").exists()
+    assert "wright_map.svg" not in json.loads((out / "manifest.json").read_text())["files"]
+    report = (out / "report.html").read_text()
+    assert "Rater competency (Partial Credit Model)" in report
+    assert "No rater-competency analysis had finished" in report
+    assert "No rater-competency analysis had finished" in (out / "datasheet.md").read_text()
+
+
+def competency_run(world) -> CompetencyAnalysis:
+    """Give the world's raters profiles with tutorial scores and run the real analysis inline."""
+
+    for index, user in enumerate(world.raters):
+        RaterProfile.objects.create(user=user, state="game", tutorial_score=10 + index)
+    analysis = CompetencyAnalysis.objects.create()
+    assert competency_analysis_run(analysis_id=analysis.pk) == AnalysisStatus.DONE
+    analysis.refresh_from_db()
+    return analysis
+
+
+def test_the_latest_competency_analysis_is_in_the_bundle_with_pseudonyms_only(world, tmp_path):
+    analysis = competency_run(world)
+    regression = analysis.regression
+    assert regression["n"] == len(world.raters) and regression["coef_per_10_percent"] is not None
+    out = tmp_path / "out"
+    build(out, formats=("jsonl",), samples=2)
+
+    statistics = json.loads((out / "statistics.json").read_text())
+    competency = statistics["competency"]
+    assert competency["available"] is True
+    assert competency["n_raters"] == analysis.n_raters
+    for key in ("coef_per_10_percent", "se_per_10_percent", "p_value", "n"):
+        assert competency["regression"][key] == pytest.approx(regression[key])
     assert competency["paper_regression"]["coef_per_10_percent"] == 0.17
-    assert "abilities" not in competency and "wright_map_svg" not in competency
+    assert competency["wright_map_file"] == "wright_map.svg"
+
+    # The Wright map is a file of its own, listed with its checksum, and inline in the report.
+    svg = (out / "wright_map.svg").read_text()
+    assert svg.strip() == analysis.wright_map_svg
+    entry = json.loads((out / "manifest.json").read_text())["files"]["wright_map.svg"]
+    assert entry["sha256"] == hashlib.sha256((out / "wright_map.svg").read_bytes()).hexdigest()
+    report = (out / "report.html").read_text()
+    assert 'aria-labelledby="wright-map-title wright-map-desc"' in report
+    assert f"{regression['coef_per_10_percent']:+.3f}" in report and "+0.17" in report
+    assert f"{regression['se_per_10_percent']:.3f}" in report
+    parser = TagCounter()
+    parser.feed(report)
+    assert parser.tags["svg"] == 3  # the two charts and the Wright map
+
+    # Raters appear under the export's pseudonyms with their competency, matched back through
+    # the ratings file; never a username or an internal id.
+    by_time = {
+        (pair_id, submitted.isoformat(timespec="milliseconds").replace("+00:00", "Z")): rater_id
+        for pair_id, submitted, rater_id in valid_game_ratings().values_list("pair_id", "submitted_at", "rater_id")
+    }
+    user_of = {
+        row["rater"]: by_time[(row["pair_id"], row["submitted_at"])] for row in read_jsonl(out / "ratings.jsonl")
+    }
+    profile_of = dict(RaterProfile.objects.values_list("user_id", "id"))
+    assert {row["rater"] for row in competency["raters"]} == set(user_of)
+    for row in competency["raters"]:
+        ability, se = analysis.abilities[str(profile_of[user_of[row["rater"]]])]
+        assert (row["competency"], row["se"]) == (pytest.approx(ability), pytest.approx(se))
+    assert competency["raters_not_in_export"] == len(analysis.abilities) - len(user_of)
+    texts = [(out / name).read_text() for name in ("statistics.json", "report.html", "datasheet.md", "wright_map.svg")]
+    for user in world.raters:
+        for text in texts:
+            assert not re.search(rf"\b{user.username}\b", text), user.username
+    assert "abilities" not in competency and "id" not in competency
+
+
+def test_a_later_export_without_an_analysis_drops_the_old_wright_map(world, tmp_path):
+    competency_run(world)
+    out = tmp_path / "out"
+    build(out, formats=("csv",), samples=2)
+    assert (out / "wright_map.svg").is_file()
+    CompetencyAnalysis.objects.all().delete()
+    build(out, formats=("csv",), samples=2)
+    assert not (out / "wright_map.svg").exists()
+    assert "wright_map.svg" not in json.loads((out / "manifest.json").read_text())["files"]
+
+
+# --- export jobs: a running job is stale from when it started -------------------------------------
+
+
+def test_a_job_that_waited_in_the_queue_is_not_taken_from_its_worker(world):
+    queued_long_ago = timezone.now() - timedelta(seconds=TIME_LIMIT_SECONDS + 600)
+    job = ExportJob.objects.create(params={"formats": ["csv"]})
+    # Queued hours ago, started a minute ago by a worker that is still at it: a redelivered
+    # message must not run it a second time.
+    ExportJob.objects.filter(pk=job.pk).update(
+        status=ExportJob.Status.RUNNING, created_at=queued_long_ago, started_at=timezone.now() - timedelta(minutes=1)
+    )
+    assert export_job_run.delay(job.pk).get() == "skipped"
+    job.refresh_from_db()
+    assert job.status == ExportJob.Status.RUNNING
+
+    # Started longer ago than the task's hard time limit: its worker is gone, the job runs again.
+    ExportJob.objects.filter(pk=job.pk).update(started_at=queued_long_ago)
+    assert export_job_run.delay(job.pk).get() == "done"
+    job.refresh_from_db()
+    assert job.status == ExportJob.Status.DONE
+    assert job.started_at > queued_long_ago  # claimed anew
+
+
+def test_a_job_records_when_it_started(world):
+    job = ExportJob.objects.create(params={"formats": ["csv"]})
+    assert job.started_at is None
+    export_job_run.delay(job.pk)
+    job.refresh_from_db()
+    assert job.created_at <= job.started_at <= job.finished_at

@@ -8,7 +8,6 @@ calibration, written out by hand here: rating = clip(1 + 8 * (raw - 0.5), 1, 5).
 import os
 import signal
 import subprocess
-import sys
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -26,7 +25,9 @@ from ratinggame.services import pair_create, pairs_created
 from scoring import prime_runner
 from scoring.models import Calibration, ModelRating
 from scoring.tasks import prime_pairs, sweep_pending_priming
+from tests.celery_broker import celery_sending_to
 from tests.factories import ImageFactory
+from tests.live_process import QUIET_WORKER, celery_start, process_group_stop
 from tests.ratinggame.journey_helpers import Clock, rate_next, rater
 from tests.scoring.tiny_clip import save_tiny_clip_dir
 
@@ -103,8 +104,8 @@ def test_duplicate_task_and_rerun_change_nothing(priming):
     prime_pairs.delay(ids)  # eager
     before = list(ModelRating.objects.order_by("pk").values_list("pk", "pair_id", "slot", "value"))
     assert len(before) == 6
-    assert prime_pairs.delay(ids).get() == {"primed": 0, "failed": 0, "skipped": 0}
-    prime_runner.run_priming(ids, retry_failed=True)
+    assert prime_pairs.delay(ids).get() == {"primed": 0, "failed": 0, "skipped": 0, "waiting": 0}
+    prime_runner.run_priming(ids, include_failed=True)
     assert list(ModelRating.objects.order_by("pk").values_list("pk", "pair_id", "slot", "value")) == before
 
 
@@ -155,13 +156,90 @@ def test_bad_checkpoint_fails_the_pairs_with_a_clear_error_and_the_game_goes_on(
     assert feedback.pair_id == pair.pk and feedback.first_rater and feedback.points == 0
 
 
-def test_no_model_configured_fails_with_the_setting_to_set(settings):
-    settings.RATINGGAME = {**settings.RATINGGAME, "PRIMING_MODEL": ""}
-    (pair,) = make_pairs([1])
-    prime_pairs.delay([pair.pk])
-    pair.refresh_from_db()
-    assert pair.priming_status == PrimingStatus.FAILED
-    assert "RATINGGAME_PRIMING_MODEL" in pair.priming_error
+def test_without_a_model_new_pairs_wait_visibly_and_are_primed_once_one_is_set(
+    settings, tiny_dir, capsys, django_capture_on_commit_callbacks
+):
+    from django.core.management import call_command
+
+    settings.RATINGGAME = {**settings.RATINGGAME, "PRIMING_MODEL": "", "PRIMING_PRETRAINED": ""}
+    prime_runner._SCORERS.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        waiting = make_pairs([2])  # dispatched on commit (eager): the task finds no model
+    for pair in waiting:
+        pair.refresh_from_db()
+        assert pair.priming_status == PrimingStatus.PENDING and pair.priming_claimed_at is None
+        assert "no priming model configured" in pair.priming_error and "RATINGGAME_PRIMING_MODEL" in pair.priming_error
+    assert not ModelRating.objects.exists()
+    # A claim left by a worker that died goes back to waiting as well.
+    long_ago = timezone.now() - timedelta(seconds=settings.RATINGGAME["PRIMING_STALE_SECONDS"] + 60)
+    CaptionPair.objects.filter(pk=waiting[1].pk).update(
+        priming_status=PrimingStatus.RUNNING, priming_claimed_at=long_ago, priming_error=""
+    )
+    assert prime_pairs.delay([waiting[1].pk]).get()["waiting"] == 1
+    waiting[1].refresh_from_db()
+    assert waiting[1].priming_status == PrimingStatus.PENDING and waiting[1].priming_error.startswith("waiting:")
+    # A pair that failed for another reason (e.g. an unreadable image since replaced).
+    (failed,) = make_pairs([1])
+    CaptionPair.objects.filter(pk=failed.pk).update(priming_status=PrimingStatus.FAILED, priming_error="boom")
+
+    settings.RATINGGAME = {**settings.RATINGGAME, "PRIMING_MODEL": str(tiny_dir)}
+    # The periodic sweep, a while later, picks up the waiting pairs (not the failed one)...
+    an_hour_ago = timezone.now() - timedelta(hours=1)
+    CaptionPair.objects.update(created_at=an_hour_ago)
+    CaptionPair.objects.filter(priming_claimed_at__isnull=False).update(priming_claimed_at=an_hour_ago)
+    assert sweep_pending_priming.delay().get() == 2
+    statuses = dict(CaptionPair.objects.values_list("pk", "priming_status"))
+    assert statuses == {waiting[0].pk: "done", waiting[1].pk: "done", failed.pk: "failed"}
+    assert all(p.priming_error == "" for p in CaptionPair.objects.filter(pk__in=[w.pk for w in waiting]))
+    # ... and `manage.py prime_pairs` primes everything unprimed, failed pairs included.
+    call_command("prime_pairs", "--pending-only")
+    assert CaptionPair.objects.get(pk=failed.pk).priming_status == PrimingStatus.FAILED
+    call_command("prime_pairs")
+    assert "1 pair(s): 1 primed, 0 failed, 0 skipped" in capsys.readouterr().out
+    failed.refresh_from_db()
+    assert failed.priming_status == PrimingStatus.DONE and failed.priming_error == "" and len(failed.primes) == 2
+
+
+def test_the_command_loads_the_model_before_touching_any_pair(priming, tmp_path):
+    from django.core.management import CommandError, call_command
+
+    pairs = make_pairs([1, 1])  # pending (the on_commit dispatch does not run here)
+    CaptionPair.objects.filter(pk=pairs[1].pk).update(priming_status=PrimingStatus.FAILED, priming_error="earlier")
+    before = list(CaptionPair.objects.order_by("pk").values("priming_status", "priming_error", "priming_claimed_at"))
+    bad = tmp_path / "broken.pt"
+    bad.write_bytes(b"not a checkpoint")
+    commands = [
+        (["--model", "ViT-B-32", "--pretrained", str(bad)], "not a readable checkpoint"),
+        (["--model", "ViT-B-32", "--pretrained", "laion9000"], "neither a checkpoint file nor a pretrained tag"),
+        (["--model", "no-such-model", "--pretrained", str(bad)], "unknown open_clip model 'no-such-model'"),
+        (["--model", "ViT-B-32"], "no weights given for ViT-B-32"),  # the settings' weights are not inherited
+        (["--pretrained", str(bad)], "a checkpoint directory brings its own weights"),
+    ]
+    for arguments, fragment in commands:
+        with pytest.raises(CommandError) as caught:
+            call_command("prime_pairs", *arguments)
+        assert fragment in str(caught.value) and "no pair was changed" in str(caught.value), arguments
+        after = list(CaptionPair.objects.order_by("pk").values("priming_status", "priming_error", "priming_claimed_at"))
+        assert after == before
+    assert not ModelRating.objects.exists()
+
+
+def test_model_given_on_the_command_line_does_not_inherit_the_settings_weights(settings, tiny_dir, capsys):
+    from django.core.management import call_command
+
+    # Settings point at another model with a checkpoint file; the command names a folder model,
+    # which brings its own weights: inheriting the settings' file would be refused.
+    settings.RATINGGAME = {**settings.RATINGGAME, "PRIMING_MODEL": "", "PRIMING_PRETRAINED": "/models/other.pt"}
+    prime_runner._SCORERS.clear()
+    make_pairs([2])
+    call_command("prime_pairs", "--model", str(tiny_dir))
+    assert "2 pair(s): 2 primed" in capsys.readouterr().out
+    # An explicit empty --pretrained overrides the settings' weights when the model comes from them.
+    settings.RATINGGAME = {**settings.RATINGGAME, "PRIMING_MODEL": str(tiny_dir)}
+    make_pairs([1])
+    call_command("prime_pairs", "--pretrained", "")
+    assert "1 pair(s): 1 primed" in capsys.readouterr().out
+    assert set(CaptionPair.objects.values_list("priming_status", flat=True)) == {PrimingStatus.DONE}
 
 
 def test_primes_are_what_the_first_rater_is_scored_against(priming):
@@ -208,39 +286,165 @@ def test_manage_py_prime_pairs_primes_everything_unprimed(priming, capsys):
     assert all(len(p.primes) == 2 for p in CaptionPair.objects.filter(pk__in=[p.pk for p in pairs]))
 
 
+# --- PAC-S, the learned predictor's slot, unusual image modes ---------------------------------
+
+TINY_NAME = "ratinggame-tiny-clip"
+
+
+@pytest.fixture(scope="session")
+def tiny_pacs(tiny_dir, tmp_path_factory):
+    """The tiny architecture registered by name, and a PAC-S style checkpoint of its weights
+    ({"state_dict": ...} saved from DataParallel, as aimagelab/pacscore releases them)."""
+    import json
+
+    import open_clip
+    import torch
+    from safetensors.torch import load_file
+
+    from tests.scoring.tiny_clip import TINY_CFG
+
+    root = tmp_path_factory.mktemp("pacs")
+    (root / f"{TINY_NAME}.json").write_text(json.dumps(TINY_CFG))
+    open_clip.add_model_config(root / f"{TINY_NAME}.json")
+    weights = load_file(str(tiny_dir / "open_clip_model.safetensors"))
+    path = root / "pacs_tiny.pth"
+    torch.save({"state_dict": {f"module.{k}": v for k, v in weights.items()}, "epoch": 1}, path)
+    return path
+
+
+def plain_clip_s(tiny_dir, pairs: list[CaptionPair]) -> list[float]:
+    """CLIP-S (w = 2.5) of the pairs by the tiny model, through a scorer of its own."""
+    from scoring.clip_models import load_scorer
+
+    scorer = load_scorer(str(tiny_dir), device="cpu")
+    return [
+        s.clip_s
+        for s in scorer.score_pairs([(p.image.sha256, prime_runner._loader(p), p.caption, None) for p in pairs])
+    ]
+
+
+def test_pacs_checkpoint_from_the_settings_primes_with_w_2(settings, tiny_dir, tiny_pacs):
+    settings.RATINGGAME = {
+        **settings.RATINGGAME,
+        "PRIMING_MODEL": TINY_NAME,
+        "PRIMING_PRETRAINED": "",
+        "PRIMING_PACS_CHECKPOINT": str(tiny_pacs),
+    }
+    prime_runner._SCORERS.clear()
+    pairs = make_pairs([2, 1])
+    assert prime_pairs.delay([p.pk for p in pairs]).get()["primed"] == 3
+    expected = [2.0 / 2.5 * value for value in plain_clip_s(tiny_dir, pairs)]  # same weights, w = 2.0
+    assert max(expected) > 0
+    rows = list(ModelRating.objects.filter(slot=1).order_by("pair_id"))
+    assert [r.metric for r in rows] == ["pac_s"] * 3
+    assert [r.raw_score for r in rows] == pytest.approx(expected, abs=1e-5)
+    assert all("w=2.0" in r.model_identity for r in rows)
+    prime_runner._SCORERS.clear()
+
+
+def test_pacs_checkpoint_on_the_command_line(settings, tiny_dir, tiny_pacs, capsys):
+    from django.core.management import call_command
+
+    # The settings name another model: --model takes none of their weights, --pacs-checkpoint adds PAC-S.
+    settings.RATINGGAME = {**settings.RATINGGAME, "PRIMING_MODEL": str(tiny_dir), "PRIMING_PRETRAINED": "x.pt"}
+    prime_runner._SCORERS.clear()
+    pairs = make_pairs([1])
+    call_command("prime_pairs", "--model", TINY_NAME, "--pacs-checkpoint", str(tiny_pacs), "--device", "cpu")
+    out = capsys.readouterr().out
+    assert "w=2.0" in out and "1 pair(s): 1 primed" in out
+    (row, _) = ModelRating.objects.filter(pair=pairs[0]).order_by("slot")
+    assert row.metric == "pac_s" and row.raw_score == pytest.approx(0.8 * plain_clip_s(tiny_dir, pairs)[0], abs=1e-5)
+    prime_runner._SCORERS.clear()
+
+
+def save_predictor(base_identity: str, *, active: bool, bias: float):
+    """A stored PredictorRun with a random MLP whose outputs sit around ``bias`` (inside 1-5)."""
+    import torch
+    from django.conf import settings as django_settings
+
+    from scoring import predictor
+    from scoring.models import PredictorRun
+
+    torch.manual_seed(7)
+    model = predictor.build_mlp(64, 0.0)  # tiny model: 32-d image + 32-d text embeddings
+    with torch.no_grad():
+        model[-1].bias.fill_(bias)
+    directory = Path(django_settings.MEDIA_ROOT) / "predictors"
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"test-{bias}.pt"
+    torch.save({"state_dict": model.state_dict(), "in_dim": 64, "dropout": 0.0}, path)
+    run = PredictorRun.objects.create(
+        checkpoint=f"predictors/{path.name}", base_model_identity=base_identity, active=active
+    )
+    return run, model
+
+
+def test_an_active_predictor_takes_slot_2_the_prime_kept_longest(priming):
+    from ratinggame.aggregates import in_force
+    from scoring import predictor
+
+    scorer = prime_runner.get_scorer(str(priming.RATINGGAME["PRIMING_MODEL"]), None, None)
+    identity = prime_runner.scorer_identity(scorer)
+    run, model = save_predictor(identity, active=True, bias=3.0)
+    save_predictor("another model", active=True, bias=4.5)  # trained on another scorer: never used here
+    plain = make_pairs([1])
+    with_refs = make_pairs([1], references=["a dog on grass"])
+    assert prime_pairs.delay([p.pk for p in plain + with_refs]).get()["primed"] == 2
+
+    def expected_prediction(pair):
+        image = scorer.encode_images([stored_image(pair)])
+        text = scorer.encode_texts([pair.caption])
+        return float(np.clip(predictor.predict(model, predictor.features_from_embeddings(image, text)), 1, 5)[0])
+
+    for pair, first_metric in ((plain[0], "clip_s"), (with_refs[0], "ref_clip_s")):
+        pair.refresh_from_db()
+        rows = list(ModelRating.objects.filter(pair=pair).order_by("slot"))
+        assert [r.metric for r in rows] == [first_metric, "predictor"]
+        assert rows[1].model_identity == f"run{run.pk}:{identity}"
+        assert rows[1].value == pytest.approx(expected_prediction(pair), abs=1e-5)
+        assert rows[1].value != pytest.approx(3.0, abs=1e-6)  # the features matter, not just the bias
+        assert rows[0].value == pytest.approx(hand_default(rows[0].raw_score))
+        # After the first human rating only slot 2, the predictor's, is still in force (SPEC section 4).
+        pair.human_count, pair.human_sum, pair.human_sumsq = 1, 4, 16
+        assert in_force(pair).total == pytest.approx(4 + rows[1].value)
+
+
+def test_an_inactive_predictor_is_not_used(priming):
+    scorer = prime_runner.get_scorer(str(priming.RATINGGAME["PRIMING_MODEL"]), None, None)
+    save_predictor(prime_runner.scorer_identity(scorer), active=False, bias=3.0)
+    pairs = make_pairs([1]) + make_pairs([1], references=["a dog on grass"])
+    prime_pairs.delay([p.pk for p in pairs])
+    assert [r[1] for r in primes_of(pairs[0])] == ["clip_s", "clip_s"]
+    assert [r[1] for r in primes_of(pairs[1])] == ["clip_s", "ref_clip_s"]
+
+
+def stored_image(pair):
+    return prime_runner._loader(pair)()
+
+
+def test_a_16_bit_image_is_primed_like_its_8_bit_version(priming):
+    from PIL import Image as PILImage
+
+    rng = np.random.default_rng(5)
+    grey = np.clip(np.linspace(20, 220, 40)[None, :] + rng.normal(0, 25, (36, 40)), 0, 255).astype(np.uint8)
+    pairs = make_pairs([1, 1])  # same caption text on two images
+    CaptionPair.objects.filter(pk=pairs[1].pk).update(caption=pairs[0].caption)
+    eight, sixteen = PILImage.fromarray(grey), PILImage.fromarray(grey.astype(np.uint16) * 257)
+    assert sixteen.mode == "I;16"
+    for pair, image in zip(pairs, (eight, sixteen), strict=True):
+        image.save(pair.image.file.path, format="PNG")
+    assert PILImage.open(pairs[1].image.file.path).mode in ("I;16", "I")
+    prime_runner.run_priming([p.pk for p in pairs])
+    raw = [primes_of(p)[0][2] for p in pairs]
+    assert raw[0] > 0
+    assert raw[1] == pytest.approx(raw[0], abs=1e-6)
+
+
 # --- A real Celery worker on Redis and PostgreSQL --------------------------------------------
 
 
 def _start_worker(env: dict, log_path: Path) -> subprocess.Popen:
-    command = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "ratinggame",
-        "worker",
-        "-Q",
-        "gpu",
-        "-c",
-        "1",
-        "--pool",
-        "prefork",
-    ]
-    command += ["--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info"]
-    # Own process group: the kill takes the worker and its pool child down together.
-    return subprocess.Popen(
-        command, env=env, stdout=log_path.open("ab"), stderr=subprocess.STDOUT, start_new_session=True
-    )
-
-
-def _stop(worker: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
-    if worker.poll() is None:
-        os.killpg(worker.pid, sig)
-        try:
-            worker.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(worker.pid, signal.SIGKILL)
-            worker.wait(timeout=10)
+    return celery_start(["worker", "-Q", "gpu", "-c", "1", "--pool", "prefork", *QUIET_WORKER], env, log_path)
 
 
 def _wait_for(condition, timeout: float, what: str, log_path: Path) -> None:
@@ -264,19 +468,10 @@ def _prime_counts(ids: list[int]) -> dict[int, int]:
 def redis_broker(redis_url):
     import redis
 
-    from ratinggame.celery import app
-
     client = redis.Redis.from_url(redis_url)
     client.flushdb()
-    saved = (app.conf.broker_url, app.conf.task_always_eager)
-    app.conf.broker_url, app.conf.task_always_eager = redis_url, False
-    app._pool = None  # the producer pool was built for the old broker, if at all
-    app.amqp._producer_pool = None
-    yield redis_url
-    app.pool.force_close_all()
-    app.conf.broker_url, app.conf.task_always_eager = saved
-    app._pool = None
-    app.amqp._producer_pool = None
+    with celery_sending_to(redis_url):
+        yield redis_url
     client.flushdb()
 
 
@@ -315,7 +510,7 @@ def test_real_worker_primes_each_pair_exactly_twice_even_when_killed_mid_batch(
         time.sleep(3)
         assert list(ModelRating.objects.order_by("pk").values_list("pk", "value")) == before
     finally:
-        _stop(worker)
+        process_group_stop(worker)
 
     # 2. A slowed-down worker (test-only sleep per pair) is SIGKILLed mid-batch.
     worker = _start_worker({**env, "RATINGGAME_PRIMING_TEST_SLEEP_SECONDS": "1"}, log_path)
@@ -324,7 +519,7 @@ def test_real_worker_primes_each_pair_exactly_twice_even_when_killed_mid_batch(
         batch_ids = [p.pk for p in batch]
         _wait_for(lambda: sum(c == 2 for c in _prime_counts(batch_ids).values()) >= 1, 120, "a first prime", log_path)
     finally:
-        _stop(worker, signal.SIGKILL)
+        process_group_stop(worker, signal.SIGKILL)
     counts = _prime_counts(batch_ids)
     assert set(counts.values()) <= {0, 2} and 0 in counts.values(), f"not killed mid-batch: {counts}"
 
@@ -336,7 +531,7 @@ def test_real_worker_primes_each_pair_exactly_twice_even_when_killed_mid_batch(
         _wait_for(lambda: set(_prime_counts(batch_ids).values()) == {2}, 120, "the killed batch to finish", log_path)
         time.sleep(2)
     finally:
-        _stop(worker)
+        process_group_stop(worker)
     assert set(_prime_counts(ids + batch_ids).values()) == {2}
     assert ModelRating.objects.count() == 2 * len(ids + batch_ids)
     for pair in CaptionPair.objects.filter(pk__in=ids + batch_ids):

@@ -21,5 +21,6 @@ class Command(BaseCommand):
         m = run.metrics
         self.stdout.write(
             f"run {run.pk}: tau_c test predictor={m['tau_c_test_predictor']} clip_s={m['tau_c_test_clip_s']} "
+            f"(CLIP-S calibration: {m['clip_s_calibration']['method']}, fitted on the training split) "
             f"pairs={m['pairs']} active={run.active}"
         )

@@ -1,0 +1,122 @@
+"""Disputes on ratings that a failed qualification window excluded (SPEC section 2.3).
+
+Such a rating no longer counts and its points went with the game-score reset: it cannot be
+disputed, and a dispute filed before the window failed cannot be accepted (only rejected).
+"""
+
+from datetime import timedelta
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.urls import reverse
+from django.utils import timezone
+
+from annotators.models import Dispute, DisputeStatus, RaterAction, RaterProfile, RaterState
+from annotators.services import dispute_file
+from annotators.staff_services import ActionRefused, dispute_resolve
+from ratinggame import game
+from ratinggame.game import WINDOW_FAILED_REASON
+from ratinggame.models import Pool, Rating
+from tests.factories import CaptionPairFactory, ProbationPairFactory, UserFactory, rating_record
+from tests.ratinggame.journey_helpers import seed_ratings
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _no_wait(settings):
+    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 0}
+
+
+def rater_in_the_window(*, window_count: int = 19, window_points: int = 20, game_score: int = 20):
+    """A game rater inside the qualification window (19 ratings worth 20 points: the next closes it)."""
+    user = UserFactory()
+    RaterProfile.objects.create(
+        user=user,
+        state=RaterState.GAME,
+        consent_at=timezone.now() - timedelta(days=1),
+        game_entered_at=timezone.now() - timedelta(hours=1),
+        window_count=window_count,
+        window_points=window_points,
+        game_score=game_score,
+    )
+    return user
+
+
+def fail_the_window(user) -> Rating:
+    """Rate a fresh game pair as its first rater (0 points): 20 of 25 points, the window fails."""
+    CaptionPairFactory(pool=Pool.GAME)
+    ProbationPairFactory(expert_rating=3)
+    served = game.pair_serve(rater=user)
+    feedback = game.rating_submit(rater=user, assignment_id=served.assignment_id, value=3)
+    rating = Rating.objects.get(pk=feedback.rating_id)
+    assert rating.excluded and rating.excluded_reason == WINDOW_FAILED_REASON
+    assert RaterProfile.objects.get(user=user).state == RaterState.PROBATION
+    return rating
+
+
+def test_filing_a_dispute_on_an_excluded_rating_is_refused_with_a_reason():
+    user = rater_in_the_window()
+    rating = fail_the_window(user)
+    with pytest.raises(ValidationError) as refused:
+        dispute_file(rater=user, rating_id=rating.pk, comment="The consensus was wrong.")
+    assert refused.value.code == "excluded"
+    assert "can no longer be disputed" in refused.value.message
+    assert WINDOW_FAILED_REASON in refused.value.message
+    assert not Dispute.objects.exists()
+
+
+def test_the_feedback_page_refuses_the_dispute_and_says_why(client):
+    user = rater_in_the_window()
+    rating = fail_the_window(user)
+    client.force_login(user)
+    response = client.post(reverse("dispute", args=[rating.assignment_id]), {"comment": "Unfair."})
+    assert response.status_code == 400
+    assert "can no longer be disputed" in response.content.decode()
+    assert not Dispute.objects.exists()
+
+
+def test_a_counted_game_rating_can_still_be_disputed():
+    user = rater_in_the_window()
+    pair = CaptionPairFactory(pool=Pool.GAME)
+    rating = rating_record(rater=user, pair=pair, value=2, points=-1, stage="game")
+    assert dispute_file(rater=user, rating_id=rating.pk, comment="Look again.").status == DisputeStatus.OPEN
+
+
+def test_a_dispute_whose_rating_was_excluded_later_cannot_be_accepted(client):
+    # One rating before the window closes: a rating that costs 2 points, disputed at once.
+    user = rater_in_the_window(window_count=18, window_points=20, game_score=18)
+    pair = CaptionPairFactory(pool=Pool.GAME)
+    seed_ratings(pair, [5, 5])
+    served = game.pair_serve(rater=user)
+    assert served.pair_id == pair.pk
+    feedback = game.rating_submit(rater=user, assignment_id=served.assignment_id, value=1)
+    assert feedback.points == -2
+    dispute = dispute_file(rater=user, rating_id=feedback.rating_id, comment="The sofa is red.")
+    # The window then fails (18 of 25 points): its ratings, the disputed one too, are excluded.
+    fail_the_window(user)
+    rating = Rating.objects.get(pk=feedback.rating_id)
+    assert rating.excluded
+    assert RaterProfile.objects.get(user=user).game_score == 0
+
+    staff = UserFactory(is_staff=True)
+    with pytest.raises(ActionRefused, match=r"was excluded .* cannot be accepted"):
+        dispute_resolve(dispute=dispute, actor=staff, accept=True, note="Red indeed.")
+    dispute.refresh_from_db()
+    assert dispute.status == DisputeStatus.OPEN
+    assert RaterProfile.objects.get(user=user).game_score == 0
+    assert not RaterAction.objects.exists()
+
+    # The staff page says so, shows the exclusion, and the dispute can still be rejected.
+    client.force_login(staff)
+    url = reverse("staff:dispute_resolve", args=[dispute.pk])
+    assert "The rating no longer counts" in client.get(url).content.decode()
+    accepted = client.post(url, {"decision": "accept", "note": "Red indeed."})
+    assert accepted.status_code == 400
+    assert "cannot be accepted" in accepted.content.decode()
+    rejected = client.post(url, {"decision": "reject", "note": "Excluded with its window."})
+    assert rejected.status_code == 302
+    dispute.refresh_from_db()
+    assert (dispute.status, dispute.points_restored) == (DisputeStatus.REJECTED, 0)
+    assert RaterProfile.objects.get(user=user).game_score == 0
+    assert RaterAction.objects.get().action == "dispute_reject"
