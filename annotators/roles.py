@@ -12,12 +12,25 @@ def ensure_roles() -> dict[str, Group]:
     return {name: Group.objects.get_or_create(name=name)[0] for name in ROLES}
 
 
+def role_names(user) -> frozenset[str]:
+    """The roles among the user's groups: one query, then kept on the user object.
+
+    Every page and API call asks (often twice: "annotator or admin?"); the user object lives
+    for one request, and a change of groups shows from the next request on.
+    """
+    cached = getattr(user, "_role_names", None)
+    if cached is None:
+        cached = frozenset(user.groups.filter(name__in=ROLES).values_list("name", flat=True))
+        user._role_names = cached
+    return cached
+
+
 def has_role(user, role: str) -> bool:
     if not user.is_authenticated:
         return False
     if user.is_superuser:
         return True
-    return user.groups.filter(name=role).exists()
+    return role in role_names(user)
 
 
 def is_admin(user) -> bool:

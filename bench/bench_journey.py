@@ -15,7 +15,7 @@ The 3-second floor is switched off for the run only (RATINGGAME_MIN_SECONDS_PER_
 and the per-user API throttle raised: a simulated rater rates far faster than a person may.
 
     .venv/bin/python bench/bench_journey.py [--pg postgres://postgres@127.0.0.1:5432]
-        [--sizes 10000,1000000] [--raters 10,50] [--seconds 20] [--workers 4]
+        [--sizes 10000,1000000] [--raters 10,50] [--seconds 20] [--workers 4] [--keep]
 """
 
 import argparse
@@ -96,6 +96,17 @@ def build(db_url: str, pairs: int, raters: int, out: str) -> None:
     build_seconds = time.perf_counter() - started
     query_ms = _candidate_query_ms(connection, get_user_model().objects.get(username="bench0"))
     Path(out).write_text(json.dumps({"tokens": tokens, "build_seconds": build_seconds, "query_ms": query_ms}))
+
+
+def drop_database(db_url: str) -> None:
+    import psycopg2
+
+    server, name = db_url.rsplit("/", 1)
+    admin = psycopg2.connect(f"{server}/postgres")
+    admin.autocommit = True
+    with admin.cursor() as cursor:
+        cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    admin.close()
 
 
 def _candidate_query_ms(connection, user) -> float:
@@ -324,6 +335,7 @@ def main() -> None:
     parser.add_argument("--latency-steps", type=int, default=300, help="serve + submit steps of the latency run")
     parser.add_argument("--workers", type=int, default=4, help="gunicorn sync workers")
     parser.add_argument("--port", type=int, default=18437)
+    parser.add_argument("--keep", action="store_true", help="keep the bench databases (a 1M-pair one is ~1 GB)")
     parser.add_argument("--build", nargs=4, metavar=("DB_URL", "PAIRS", "RATERS", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.build:
@@ -380,6 +392,8 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait(timeout=30)
+            if not args.keep:
+                drop_database(db_url)
     if len(sizes) >= 2:
         small, large = sizes[0], sizes[-1]
         print(
