@@ -127,13 +127,7 @@ def _claim(job_id: int) -> bool:
     """
     now = timezone.now()
     stale = now - timedelta(seconds=TIME_LIMIT_SECONDS)
-    running = Q(status=ExportJob.Status.RUNNING)
-    claimable = (
-        Q(status=ExportJob.Status.QUEUED)
-        | (running & Q(started_at__lt=stale))
-        # Rows claimed before started_at existed: their creation time is all there is.
-        | (running & Q(started_at__isnull=True, created_at__lt=stale))
-    )
+    claimable = Q(status=ExportJob.Status.QUEUED) | Q(status=ExportJob.Status.RUNNING, started_at__lt=stale)
     return bool(
         ExportJob.objects.filter(claimable, pk=job_id).update(
             status=ExportJob.Status.RUNNING, started_at=now, progress=0.0, progress_message="Starting", error=""

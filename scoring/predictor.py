@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 
 HIDDEN = (1024, 64)
 MIN_PAIRS_PER_SPLIT = 2
-_LOADED: dict[tuple[int, str], Any] = {}
+_LOADED: dict[str, Any] = {}
 
 
 @dataclass
@@ -262,13 +262,14 @@ def load_run(run: PredictorRun) -> torch.nn.Module:
     import torch
     from django.conf import settings
 
-    key = (run.pk, run.checkpoint)
-    if key not in _LOADED:
+    # Keyed by the checkpoint file (timestamped, never reused), not the run id: a database
+    # rebuilt under a live worker (as tests do) may give another run the same id.
+    if run.checkpoint not in _LOADED:
         saved = torch.load(Path(settings.MEDIA_ROOT) / run.checkpoint, map_location="cpu", weights_only=True)
         model = build_mlp(saved["in_dim"], saved["dropout"])
         model.load_state_dict(saved["state_dict"])
-        _LOADED[key] = model.eval()
-    return _LOADED[key]
+        _LOADED[run.checkpoint] = model.eval()
+    return _LOADED[run.checkpoint]
 
 
 def predict_pairs(run: PredictorRun, scorer: ClipScorer, pairs: list) -> list[float]:

@@ -121,17 +121,7 @@ def test_admin_edit_of_a_pair_never_overwrites_the_game_aggregates(staff_client)
     assert form_page.status_code == 200
     # A rating lands while the admin has the form open.
     Pair.objects.filter(pk=pair.pk).update(human_count=2, human_sum=7, human_sumsq=25, primes=[3.5, 4.0])
-    data = {
-        "image": pair.image_id,
-        "caption": "after",
-        "source": "other",
-        "pool": "game",
-        "references": "[]",
-        "expert_rating": "",
-        "explanation": "",
-        "display_order": 1,
-    }
-    assert staff_client.post(url, data).status_code == 302
+    assert staff_client.post(url, pair_form_data(pair.image, caption="after")).status_code == 302
     pair.refresh_from_db()
     assert pair.caption == "after"
     assert (pair.human_count, pair.human_sum, pair.human_sumsq, pair.primes) == (2, 7, 25, [3.5, 4.0])

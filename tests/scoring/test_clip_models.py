@@ -261,6 +261,15 @@ def test_cutting_the_padding_leaves_text_embeddings_unchanged(tiny):
         )
 
 
+def save_torchscript(tiny, name: str) -> None:
+    """The tiny model as a TorchScript archive, the format of OpenAI's CLIP releases."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tokens = open_clip.get_tokenizer(TINY)(["a"])
+        traced = torch.jit.trace(tiny.model, (torch.zeros(1, 3, 32, 32), tokens), check_trace=False)
+        torch.jit.save(traced, str(tiny.root / name))
+
+
 def test_pacs_checkpoint_loads_nested_prefixed_weights_and_scores_with_w_2(tiny):
     scorer = load_scorer(TINY, str(tiny.pacs), device="cpu", pacs=True)
     assert scorer.w == 2.0 and scorer.identity["w"] == 2.0 and scorer.identity["pac_s"] is True
@@ -272,11 +281,7 @@ def test_pacs_checkpoint_loads_nested_prefixed_weights_and_scores_with_w_2(tiny)
 
 def test_openai_checkpoints_get_quick_gelu(tiny):
     # OpenAI releases TorchScript archives; their state also carries input_resolution & co.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tokens = open_clip.get_tokenizer(TINY)(["a"])
-        traced = torch.jit.trace(tiny.model, (torch.zeros(1, 3, 32, 32), tokens), check_trace=False)
-        torch.jit.save(traced, str(tiny.root / "openai-like.pt"))
+    save_torchscript(tiny, "openai-like.pt")
     metadata = dict(tiny.state_dict, input_resolution=torch.tensor(32), context_length=torch.tensor(77))
     torch.save(metadata, tiny.root / "openai-state.pt")
 
@@ -362,11 +367,7 @@ def test_pacs_quickgelu_follows_the_base_weights(tiny, model_name, base, quick):
 
 def test_pacs_over_an_openai_base_runs_with_quick_gelu(tiny):
     # An OpenAI release is a TorchScript archive: as the base, it makes PAC-S run with QuickGELU.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tokens = open_clip.get_tokenizer(TINY)(["a"])
-        traced = torch.jit.trace(tiny.model, (torch.zeros(1, 3, 32, 32), tokens), check_trace=False)
-        torch.jit.save(traced, str(tiny.root / "openai-base.pt"))
+    save_torchscript(tiny, "openai-base.pt")
     images = synthetic_images(2)
     quick_features, _ = reference_embeddings(tiny.pt, images, ["a"], quick_gelu=True)
     plain_features, _ = reference_embeddings(tiny.pt, images, ["a"], quick_gelu=False)
