@@ -106,7 +106,7 @@ class AnalysisStatus(models.TextChoices):
 
 
 class CompetencyAnalysis(models.Model):
-    """One run of the Partial Credit Model analysis of rater competency (annotators.analysis)."""
+    """One run of the Partial Credit Model analysis of rater competency (annotators.competency.analysis)."""
 
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

@@ -12,11 +12,11 @@ from django.db import transaction
 from django.db.models import F, Sum
 from django.utils import timezone
 
-from annotators import journey
+from annotators import progress
+from annotators.journey import level_for, next_level_at
 from annotators.models import Dispute, DisputeStatus, RaterProfile, RaterState
 from annotators.roles import ANNOTATOR, ensure_roles
-from ratinggame.game import level_for, next_level_at
-from ratinggame.models import Rating, Stage
+from ratinggame.models import Pool, Rating, counted_ratings
 
 DISPLAY_NAME_MAX_CHARS = 40
 DISPUTE_MAX_CHARS = 2000
@@ -55,7 +55,7 @@ def dispute_file(*, rater: AbstractBaseUser, rating_id: int, comment: str) -> Di
     if len(comment) > DISPUTE_MAX_CHARS:
         raise ValidationError(f"Keep it under {DISPUTE_MAX_CHARS} characters.", code="too_long")
     rating = Rating.objects.get(pk=rating_id, rater=rater)
-    if rating.stage != Stage.GAME:
+    if rating.stage != Pool.GAME:
         raise ValidationError("Only game scores can be disputed.", code="not_game")
     if rating.excluded:
         raise ValidationError(
@@ -74,7 +74,7 @@ def profile_update(*, user: AbstractBaseUser, display_name: str, on_leaderboard:
     display_name = display_name.strip()
     if len(display_name) > DISPLAY_NAME_MAX_CHARS:
         raise ValidationError(f"Up to {DISPLAY_NAME_MAX_CHARS} characters.", code="too_long")
-    profile = journey.profile_for(user)
+    profile = progress.profile_for(user)
     profile.display_name = display_name
     profile.on_leaderboard = on_leaderboard
     profile.save(update_fields=["display_name", "on_leaderboard"])
@@ -100,11 +100,7 @@ def leaderboard(period: str = "all", limit: int = 20) -> list[dict]:
     else:
         since = timezone.now() - LEADERBOARD_PERIODS[period]
         rows = list(
-            shown.filter(
-                user__ratings__stage=Stage.GAME,
-                user__ratings__excluded=False,
-                user__ratings__submitted_at__gte=since,
-            )
+            shown.filter(counted_ratings("user__ratings__"), user__ratings__submitted_at__gte=since)
             .annotate(points=Sum("user__ratings__points"))
             .filter(points__gt=0)
             .order_by("-points", "id")
@@ -124,8 +120,8 @@ def personal_stats(user: AbstractBaseUser) -> dict:
     ``streak``: consecutive latest game ratings that scored 0 or more; ``score``, ``level``,
     ``next_level_at`` (None at the top level).
     """
-    profile = journey.profile_for(user)
-    ratings = Rating.objects.filter(rater=user, stage=Stage.GAME, excluded=False)
+    profile = progress.profile_for(user)
+    ratings = Rating.objects.counted().filter(rater=user)
     count = ratings.count()
     with_reference = ratings.filter(reference__isnull=False)
     judged = with_reference.count()

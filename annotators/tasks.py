@@ -12,7 +12,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 )
 def refresh_competency(analysis_id: int) -> str:
     """Run the PENDING CompetencyAnalysis ``analysis_id`` (idempotent: claimed by a conditional UPDATE)."""
-    from annotators.analysis_jobs import competency_analysis_fail, competency_analysis_run
+    from annotators.competency.jobs import competency_analysis_fail, competency_analysis_run
 
     try:
         return competency_analysis_run(analysis_id=analysis_id)
@@ -23,7 +23,7 @@ def refresh_competency(analysis_id: int) -> str:
 @shared_task(name="annotators.tasks.maybe_refresh_competency", acks_late=True, time_limit=60)
 def maybe_refresh_competency() -> int | None:
     """Periodic, cheap: request an analysis once RATINGGAME_COMPETENCY_EVERY new game ratings arrived."""
-    from annotators.analysis_jobs import competency_refresh_due, competency_refresh_request
+    from annotators.competency.jobs import competency_refresh_due, competency_refresh_request
 
     if not competency_refresh_due():
         return None

@@ -2,51 +2,22 @@
 entry, suspension, leaderboard and the personal page. The rating and feedback screens are in
 ratinggame.views.
 
-Where a rater may be is decided in one place, ``annotators.journey.current_step``: every page
+Where a rater may be is decided in one place, ``annotators.progress.current_step``: every page
 of a step asks ``step_gate`` and a rater on another step is sent to that step's page.
 """
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from annotators import journey, services
+from annotators import journey, progress, services
 from annotators.forms import ConsentForm, ProfileForm, SignupForm
+from annotators.gates import PLAYING_STEPS, guide_context, step_gate, step_url
 from annotators.journey import Step
-from annotators.scale import LEVELS
-from ratinggame import game
-
-# The rating screen of each playing step (URL kwarg "stage" of ratinggame's "rate" view).
-STEP_STAGES = {Step.TUTORIAL: "tutorial", Step.PROBATION: "probation", Step.GAME: "game"}
-PLAYING_STEPS = frozenset(STEP_STAGES)
-
-
-def step_url(step: Step) -> str:
-    """The page where a rater on ``step`` belongs."""
-    if step == Step.CONSENT:
-        return reverse("annotators:consent")
-    if step == Step.SUSPENDED:
-        return reverse("annotators:suspended")
-    return reverse("rate", kwargs={"stage": STEP_STAGES[step]})
-
-
-def step_gate(user, allowed: frozenset[Step] | set[Step]) -> HttpResponse | None:
-    """None when ``user`` is on one of the ``allowed`` steps, else a redirect to their own step."""
-    step = journey.current_step(user)
-    if step in allowed:
-        return None
-    return redirect(step_url(step))
-
-
-def guide_context() -> dict:
-    """What the Rating Guide dialog (annotators/_guide.html) needs on every page that has it."""
-    return {"levels": LEVELS}
 
 
 @require_http_methods(["GET", "POST"])
@@ -72,7 +43,7 @@ def signup(request: HttpRequest) -> HttpResponse:
 @login_required
 def play(request: HttpRequest) -> HttpResponse:
     """The journey's entry: wherever the state machine says this rater is now."""
-    return redirect(step_url(journey.current_step(request.user)))
+    return redirect(step_url(progress.current_step(request.user)))
 
 
 @login_required
@@ -82,7 +53,7 @@ def consent(request: HttpRequest) -> HttpResponse:
         return gate
     form = ConsentForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
-        journey.consent_give(user=request.user)
+        progress.consent_give(user=request.user)
         return redirect("annotators:intro")
     return render(request, "annotators/consent.html", {"form": form}, status=400 if form.errors else 200)
 
@@ -92,7 +63,7 @@ def intro(request: HttpRequest) -> HttpResponse:
     # A reference page for every rater who may play; only the button depends on the step.
     if gate := step_gate(request.user, PLAYING_STEPS):
         return gate
-    step = journey.current_step(request.user)
+    step = progress.current_step(request.user)
     return render(
         request,
         "annotators/intro.html",
@@ -100,14 +71,14 @@ def intro(request: HttpRequest) -> HttpResponse:
             **guide_context(),
             "step": step,
             "steps": Step,
-            "min_seconds": game_min_seconds(),
+            "min_seconds": journey.min_seconds(step),
             "rules": {
                 "tutorial_size": journey.TUTORIAL_SIZE,
                 "tutorial_pass": journey.TUTORIAL_PASS_POINTS,
                 "probation_size": journey.PROBATION_SIZE,
                 "probation_pass": journey.PROBATION_PASS_POINTS,
-                "window_size": game.WINDOW_SIZE,
-                "window_needed": game.WINDOW_NEEDED,
+                "window_size": journey.WINDOW_SIZE,
+                "window_needed": journey.WINDOW_NEEDED,
             },
         },
     )
@@ -131,7 +102,7 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def me(request: HttpRequest) -> HttpResponse:
-    profile = journey.profile_for(request.user)
+    profile = progress.profile_for(request.user)
     initial = {"display_name": profile.display_name, "on_leaderboard": profile.on_leaderboard}
     form = ProfileForm(request.POST if request.method == "POST" else None, initial=initial)
     if request.method == "POST" and form.is_valid():
@@ -153,12 +124,8 @@ def me(request: HttpRequest) -> HttpResponse:
             "form": form,
             "stats": services.personal_stats(request.user),
             "profile": profile,
-            "step": journey.current_step(request.user),
+            "step": progress.current_step(request.user),
             "steps": Step,
         },
         status=400 if form.errors else 200,
     )
-
-
-def game_min_seconds() -> float:
-    return float(settings.RATINGGAME["MIN_SECONDS_PER_RATING"])

@@ -123,8 +123,8 @@ def main() -> None:
     setup_database()
     from django.db import connection
 
-    from annotators.analysis import run_analysis
-    from annotators.competency import rater_statistics
+    from annotators.competency.analysis import run_analysis
+    from annotators.competency.flags import rater_statistics
     from annotators.models import RaterProfile
 
     print(f"database: {connection.vendor}")

@@ -4,7 +4,7 @@ Not a test: it prints figures. For each crowd size (10 and 50 raters by default)
 database of its own (``<db>_<raters>``, dropped and rebuilt, dropped again at the end),
 migrates it, makes a researcher with an API token, starts gunicorn on it with the rating delay
 at 0 (RATINGGAME_MIN_SECONDS_PER_RATING=0, the setting meant for tests and benchmarks) and the
-API throttles raised, and runs annotators.simulation with ``--setup``: the tutorial and
+API throttles raised, and runs tools.simulator.crowd with ``--setup``: the tutorial and
 probation pools and ``raters x pairs-per-rater`` game pairs are uploaded through the API, then
 every simulated rater signs up and plays (tutorial, probation where it fails, game) through
 the HTTP API, one request at a time each, all raters at once.
@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from annotators.simulation import CrowdConfig, crowd_simulate  # noqa: E402 - after the path
+from tools.simulator.crowd import CrowdConfig, crowd_simulate  # noqa: E402 - after the path
 
 PYTHON = sys.executable
 RESEARCHER_SNIPPET = """

@@ -36,7 +36,7 @@ from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from ratinggame.models import Assignment, CaptionPair, Image, Rating  # noqa: E402
-from scoring.export import export_build  # noqa: E402
+from scoring.export.bundle import export_build  # noqa: E402
 from scoring.models import ModelRating  # noqa: E402
 
 LENGTH_SHARES = (0.36, 0.22, 0.22, 0.10, 0.10)  # 3..7 ratings per pair: mean 4.36, as VICR

@@ -113,7 +113,7 @@ def _candidate_query_ms(connection, user) -> float:
     """Median execution time PostgreSQL reports for the next-pair query (EXPLAIN ANALYZE, 30 runs)."""
     from django.db import transaction
 
-    from ratinggame.assignment import claim_query
+    from ratinggame.game.assignment import claim_query
 
     times = []
     with transaction.atomic(), connection.cursor() as cursor:

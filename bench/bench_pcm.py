@@ -18,8 +18,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from annotators.pcm import fit_pcm, latent_regression, thurstonian_thresholds
-from annotators.wright_map import wright_map_svg
+from annotators.competency.pcm import fit_pcm, latent_regression, thurstonian_thresholds
+from annotators.competency.wright_map import wright_map_svg
 
 # Share of pairs with 3, 4, 5, 6, 7 ratings: mean 4.36 ratings per pair, as VICR's 68,217 / 15,646.
 LENGTH_SHARES = (0.36, 0.22, 0.22, 0.10, 0.10)

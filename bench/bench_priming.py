@@ -96,7 +96,7 @@ def run_plain_loop(model, preprocess, tokenizer, pairs, device, input_dtype):
     import torch
     from PIL import Image
 
-    from scoring.clipscore import clip_s, prompt_for
+    from scoring.priming.clipscore import clip_s, prompt_for
 
     clock = Clock()
     with torch.inference_mode():
@@ -112,7 +112,7 @@ def run_reference_batched(model, preprocess, tokenizer, pairs, device, input_dty
     import torch
     from PIL import Image
 
-    from scoring.clipscore import clip_s, prompt_for
+    from scoring.priming.clipscore import clip_s, prompt_for
 
     clock = Clock()
     image_out, text_out = [], []
@@ -133,8 +133,8 @@ def run_forward_bound(model, preprocess, tokenizer, pairs, device, input_dtype, 
     import torch
     from PIL import Image
 
-    from scoring.clip_models import encode_text_trimmed
-    from scoring.clipscore import prompt_for
+    from scoring.priming.clip_models import encode_text_trimmed
+    from scoring.priming.clipscore import prompt_for
 
     seen = {}
     for key, data, _ in pairs:
@@ -176,7 +176,7 @@ def main() -> None:
     import open_clip
     import torch
 
-    from scoring.clip_models import ClipScorer
+    from scoring.priming.clip_models import ClipScorer
 
     torch.set_num_threads(args.threads)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")

@@ -4,10 +4,10 @@ from django.core.exceptions import ValidationError
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
-from ratinggame.images import ImageRejected, check_image_bytes, read_limited
 from ratinggame.models import Assignment, CaptionPair, Image, Rating
-from ratinggame.services import image_store, pair_create, pair_pool_changed, pairs_created, pairs_priming_retry
-from ratinggame.validation import (
+from ratinggame.pairs.images import ImageRejected, check_image_bytes, read_limited
+from ratinggame.pairs.services import image_store, pair_create, pair_pool_changed, pairs_created, pairs_priming_retry
+from ratinggame.pairs.validation import (
     PairInvalid,
     check_expert_fields,
     clean_caption,
@@ -25,7 +25,7 @@ def thumbnail(image: Image | None, size: int = 80) -> str:
 
 
 class ImageUploadForm(forms.ModelForm):
-    """Admin upload: the same checks as the importer (ratinggame.images)."""
+    """Admin upload: the same checks as the importer (ratinggame.pairs.images)."""
 
     upload = forms.FileField(label="Image file")
 

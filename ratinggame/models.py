@@ -4,8 +4,15 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+# SPEC sections 5 and 6: each game pair collects 3 to 7 human ratings; a pair with at least 3
+# non-excluded human ratings is validated (it enters the dataset).
+MIN_HUMAN_RATINGS = 3
+MAX_HUMAN_RATINGS = 7
+
 
 class Pool(models.TextChoices):
+    """The pool a pair belongs to, which is also the stage in which it is served and rated."""
+
     TUTORIAL = "tutorial", "Tutorial"
     PROBATION = "probation", "Probation"
     GAME = "game", "Game"
@@ -51,6 +58,10 @@ class CaptionPairQuerySet(models.QuerySet):
     def game(self) -> "CaptionPairQuerySet":
         return self.filter(pool=Pool.GAME)
 
+    def validated(self, min_ratings: int = MIN_HUMAN_RATINGS) -> "CaptionPairQuerySet":
+        """Game pairs with at least ``min_ratings`` non-excluded human ratings (SPEC section 6)."""
+        return self.game().filter(human_count__gte=min_ratings)
+
 
 class PrimingStatus(models.TextChoices):
     NOT_NEEDED = "not_needed", "Not needed (tutorial/probation)"
@@ -63,7 +74,7 @@ class PrimingStatus(models.TextChoices):
 class AssignRank(models.IntegerChoices):
     """A game pair's place in the serving order (SPEC section 5); lower is served first.
 
-    Pairs that take no more raters have no rank (NULL). See ratinggame.assignment.
+    Pairs that take no more raters have no rank (NULL). See ratinggame.game.assignment.
     """
 
     NEAR_MINIMUM = 0, "Started, one rating short of 3"
@@ -83,7 +94,7 @@ class CaptionPair(models.Model):
     display_order = models.PositiveIntegerField(default=0)
 
     # Consensus aggregates of the non-excluded human ratings, kept in step with the ratings
-    # under a row lock (O(1) per rating; see ratinggame.services).
+    # under a row lock (O(1) per rating; see ratinggame.pairs.services).
     human_count = models.PositiveIntegerField(default=0)
     human_sum = models.PositiveIntegerField(default=0)
     human_sumsq = models.PositiveIntegerField(default=0)
@@ -91,7 +102,7 @@ class CaptionPair(models.Model):
     # the first `human_count` of them are replaced by human ratings.
     primes = models.JSONField(default=list, blank=True)
 
-    # Assignment (SPEC section 5), kept in step under the same row lock (ratinggame.assignment):
+    # Assignment (SPEC section 5), kept in step under the same row lock (ratinggame.game.assignment):
     # open game assignments holding one of the pair's 3..7 slots, and the pair's rank in the
     # serving order (NULL: takes no more raters). The default fits a new pair; tutorial and
     # probation pairs are never queried by rank.
@@ -132,23 +143,17 @@ class CaptionPair(models.Model):
         return f"#{self.pk} {self.caption[:60]}"
 
 
-class Stage(models.TextChoices):
-    TUTORIAL = "tutorial", "Tutorial"
-    PROBATION = "probation", "Probation"
-    GAME = "game", "Game"
-
-
 class Assignment(models.Model):
     """A pair served to a rater: who was shown what, and when (server time)."""
 
     rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
     pair = models.ForeignKey(CaptionPair, on_delete=models.PROTECT, related_name="assignments")
-    stage = models.CharField(max_length=10, choices=Stage.choices)
+    stage = models.CharField(max_length=10, choices=Pool.choices)
     served_at = models.DateTimeField()
     expires_at = models.DateTimeField()
     submitted_at = models.DateTimeField(null=True, blank=True)
     # True while this open game assignment holds one of its pair's slots (pair.in_flight);
-    # cleared on submission or when it expires (ratinggame.assignment).
+    # cleared on submission or when it expires (ratinggame.game.assignment).
     holds_slot = models.BooleanField(default=False)
 
     class Meta:
@@ -167,11 +172,25 @@ class Assignment(models.Model):
         return f"{self.rater} <- pair {self.pair_id} ({self.stage})"
 
 
+def counted_ratings(prefix: str = "") -> Q:
+    """The one definition of a rating that counts: a game rating not excluded (by a failed
+    qualification window). Counted ratings make the consensus, the game scores, the statistics
+    and the exports. ``prefix`` reaches them through a relation: ``counted_ratings("ratings__")``.
+    """
+    return Q(**{f"{prefix}stage": Pool.GAME, f"{prefix}excluded": False})
+
+
+class RatingQuerySet(models.QuerySet):
+    def counted(self) -> "RatingQuerySet":
+        """Ratings that count (``counted_ratings``)."""
+        return self.filter(counted_ratings())
+
+
 class Rating(models.Model):
     assignment = models.OneToOneField(Assignment, on_delete=models.PROTECT, related_name="rating")
     pair = models.ForeignKey(CaptionPair, on_delete=models.PROTECT, related_name="ratings")
     rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="ratings")
-    stage = models.CharField(max_length=10, choices=Stage.choices)
+    stage = models.CharField(max_length=10, choices=Pool.choices)
     value = models.PositiveSmallIntegerField()
     served_at = models.DateTimeField()
     submitted_at = models.DateTimeField()
@@ -183,6 +202,8 @@ class Rating(models.Model):
     feedback = models.JSONField(default=dict, blank=True)
     excluded = models.BooleanField(default=False)
     excluded_reason = models.CharField(max_length=200, blank=True)
+
+    objects = RatingQuerySet.as_manager()
 
     class Meta:
         ordering = ["id"]

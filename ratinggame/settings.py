@@ -131,7 +131,7 @@ STORAGES = {
     },
 }
 
-# Uploads: requests are bounded; image files are checked again by ratinggame.images.
+# Uploads: requests are bounded; image files are checked again by ratinggame.pairs.images.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE", 5 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 # Files in one multipart request (a manifest upload with loose images); send a zip for more.
@@ -170,7 +170,7 @@ RATINGGAME = {
     "MAX_UPLOAD_BYTES": env_int("RATINGGAME_MAX_UPLOAD_BYTES", 500 * 1024 * 1024),
     "MAX_UNZIPPED_BYTES": env_int("RATINGGAME_MAX_UNZIPPED_BYTES", 2 * 1024 * 1024 * 1024),
     "MAX_ZIP_MEMBERS": env_int("RATINGGAME_MAX_ZIP_MEMBERS", 50_000),
-    # Production image serving (ratinggame.media): empty -> the web process sends the file;
+    # Production image serving (ratinggame.pairs.media): empty -> the web process sends the file;
     # a prefix such as /protected-media/ -> an X-Accel-Redirect for nginx to send it.
     "MEDIA_ACCEL_REDIRECT": env_str("RATINGGAME_MEDIA_ACCEL_REDIRECT", ""),
     # SPEC section 2.4: minimum seconds between serving a pair and accepting its rating.
@@ -196,7 +196,7 @@ RATINGGAME = {
     "PRIMING_STALE_SECONDS": env_int("RATINGGAME_PRIMING_STALE_SECONDS", 900),
 }
 
-# Rater behaviour flags on the staff dashboard (annotators.competency documents each one).
+# Rater behaviour flags on the staff dashboard (annotators.competency.flags documents each one).
 # A flag is a prompt to look at the rater, never an automatic sanction.
 RATINGGAME_FLAGS = {
     # Share-based flags need at least this many ratings of the kind they count.
@@ -305,8 +305,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-    # Pool and Stage share their values (tutorial, probation, game): one enum in the schema.
-    "ENUM_NAME_OVERRIDES": {"StageEnum": "ratinggame.models.Stage"},
+    # Pairs and ratings share one enum of pools (tutorial, probation, game) in the schema.
+    "ENUM_NAME_OVERRIDES": {"StageEnum": "ratinggame.models.Pool"},
 }
 
 # --- Logs --------------------------------------------------------------------------------

@@ -2,7 +2,8 @@ from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path, register_converter
 
-from ratinggame import health, login_throttle, media, views
+from ratinggame import health, login_throttle, views
+from ratinggame.pairs import media
 
 
 class StageConverter:
@@ -32,8 +33,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("research/", include("scoring.urls")),
     path("api/", include("ratinggame.api.urls")),
-    path("staff/", include("annotators.staff_urls")),
+    path("staff/", include("annotators.staff.urls")),
     path("healthz", health.healthz, name="healthz"),
-    # Pair images, in production too (ratinggame.media); only images, never exports.
+    # Pair images, in production too (ratinggame.pairs.media); only images, never exports.
     path(f"{settings.MEDIA_URL.strip('/')}/<path:path>", media.image_file, name="media_image"),
 ]

@@ -5,7 +5,6 @@ rating (too early, expired, not yours, ...) is a page with a clear message and t
 the service gives, never a server error.
 """
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -15,11 +14,11 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
-from annotators import journey, services
+from annotators import journey, progress, services
 from annotators.forms import DisputeForm
+from annotators.gates import PLAYING_STEPS, STEP_STAGES, guide_context, step_gate
 from annotators.journey import Step
 from annotators.scale import SHORT
-from annotators.views import PLAYING_STEPS, STEP_STAGES, guide_context, step_gate
 from ratinggame import game
 from ratinggame.models import CaptionPair, Image
 
@@ -36,7 +35,7 @@ HOME_CALLS = {
 def home(request: HttpRequest) -> HttpResponse:
     counts = dict(CaptionPair.objects.values_list("pool").annotate(n=Count("id")).order_by())
     sample = CaptionPair.objects.game().select_related("image").order_by("id")[:6]
-    call = HOME_CALLS[journey.current_step(request.user)] if request.user.is_authenticated else None
+    call = HOME_CALLS[progress.current_step(request.user)] if request.user.is_authenticated else None
     return render(
         request,
         "ratinggame/home.html",
@@ -65,7 +64,7 @@ def _rate_submit(request: HttpRequest) -> HttpResponse:
     # itself, so that submitting the same form twice after the last pair of a stage (the stage
     # has changed by then) shows the first result instead of a wrong-page redirect.
     if gate := step_gate(request.user, PLAYING_STEPS):
-        if journey.current_step(request.user) == Step.SUSPENDED:
+        if progress.current_step(request.user) == Step.SUSPENDED:
             return render(request, "annotators/suspended.html", status=403)
         return gate
     try:
@@ -108,38 +107,10 @@ def rate_response(
         "wait_ms": wait_ms,
         "server_now_ms": round(now.timestamp() * 1000),
         "min_submit_ms": round(served.min_submit_at.timestamp() * 1000),
-        "min_seconds": f"{settings.RATINGGAME['MIN_SECONDS_PER_RATING']:g}",
-        **progress_context(request.user, served.stage),
+        "min_seconds": f"{journey.min_seconds(served.stage):g}",
+        "progress": progress.stage_progress(request.user, served.stage),
     }
     return render(request, "ratinggame/rate.html", context, status=status)
-
-
-def progress_context(user, stage: str) -> dict:
-    if stage == "tutorial":
-        done, total, score = journey.tutorial_progress(user)
-        return {
-            "done": done,
-            "total": total,
-            "score": score,
-            "max_score": 2 * total,
-            "tutorial_needed": journey.tutorial_pass_mark(total),
-        }
-    if stage == "probation":
-        round_number, done, total, score = journey.probation_progress(user)
-        return {
-            "round": round_number,
-            "done": done,
-            "total": total,
-            "score": score,
-            "max_score": 2 * total,
-            "probation_needed": journey.probation_pass_mark(total),
-        }
-    profile = journey.profile_for(user)
-    return {
-        "score": profile.game_score,
-        "level": game.level_for(profile.game_score),
-        "window": game.Window(count=profile.window_count, points=profile.window_points),
-    }
 
 
 @login_required
@@ -157,7 +128,7 @@ def feedback_response(
     request: HttpRequest, feedback_: "game.Feedback", *, dispute_form: DisputeForm | None = None, status: int = 200
 ) -> HttpResponse:
     fb = feedback_
-    next_step = journey.current_step(request.user)
+    next_step = progress.current_step(request.user)
     window = fb.window
     context = {
         **guide_context(),

@@ -1,6 +1,6 @@
 from django import forms
 
-from scoring.export_files import FORMATS
+from scoring.export.files import FORMATS
 
 
 class ExportForm(forms.Form):

@@ -32,7 +32,7 @@ SWEEP_LIMIT = 20_000
 )
 def prime_pairs(pair_ids: list[int]) -> dict:
     """Prime these game pairs (claimed first, so duplicates and redeliveries are harmless)."""
-    from scoring.prime_runner import run_priming
+    from scoring.priming.runner import run_priming
 
     pair_ids = [int(i) for i in pair_ids]
     if len(pair_ids) > MESSAGE_CHUNK:
@@ -47,7 +47,7 @@ def sweep_pending_priming() -> int:
     """Re-queue game pairs left pending or with a stale running claim.
 
     Pending covers a broker that was down, a GPU worker that was away, and pairs waiting
-    for a priming model (scoring.prime_runner.NO_MODEL_NOTE): those are primed by the first
+    for a priming model (scoring.priming.runner.NO_MODEL_NOTE): those are primed by the first
     sweep after a worker has a model. Failed pairs are not retried here (an undecodable
     image would fail every time): `manage.py prime_pairs` and the admin's "Retry priming"
     action retry them. For a pending pair, priming_claimed_at records when the sweep last
@@ -57,7 +57,7 @@ def sweep_pending_priming() -> int:
     from django.db.models import Q
 
     from ratinggame.models import CaptionPair, Pool, PrimingStatus
-    from scoring.prime_runner import stale_after
+    from scoring.priming.runner import stale_after
 
     now = timezone.now()
     cutoff = now - stale_after()
@@ -76,14 +76,14 @@ def sweep_pending_priming() -> int:
 
 @shared_task(name="scoring.tasks.refit_calibrations")
 def refit_calibrations() -> list[int]:
-    from scoring.calibration_service import refit_all
+    from scoring.priming.calibration_service import refit_all
 
     return [c.pk for c in refit_all()]
 
 
 @shared_task(name="scoring.tasks.train_predictor", acks_late=True, soft_time_limit=3 * 3600, time_limit=3 * 3600 + 60)
 def train_predictor() -> dict:
-    from scoring.predictor import train_from_db
+    from scoring.priming.model_vicr import train_from_db
 
     try:
         run = train_from_db()

@@ -16,6 +16,6 @@ TIME_LIMIT_SECONDS = 2 * 60 * 60
 )
 def export_job_run(job_id: int) -> str:
     """Build the export of job ``job_id`` and zip it; idempotent (a job runs once)."""
-    from scoring.export_jobs import export_job_execute
+    from scoring.export.jobs import export_job_execute
 
     return export_job_execute(job_id)

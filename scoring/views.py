@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from annotators.roles import RESEARCHER, has_role
-from scoring.export_jobs import export_job_archive_path, export_job_start
+from scoring.export.jobs import export_job_archive_path, export_job_start
 from scoring.forms import ExportForm
 from scoring.models import ExportJob
 

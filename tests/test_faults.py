@@ -29,12 +29,12 @@ from django.db import close_old_connections, connection
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from annotators.simulation import Ack, CrowdConfig, crowd_simulate
 from ratinggame.models import CaptionPair, Pool, PrimingStatus, Rating
 from tests.celery_broker import celery_sending_to
 from tests.conftest import service_missing
 from tests.live_process import QUIET_WORKER, celery_process, current_database_url, gunicorn_server, server_env
 from tests.ratinggame.api_helpers import researcher
+from tools.simulator.crowd import Ack, CrowdConfig, crowd_simulate
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 

@@ -19,7 +19,7 @@ from rest_framework.serializers import as_serializer_error
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
-from annotators.staff_services import ActionRefused
+from annotators.staff.services import ActionRefused
 from ratinggame.game import RatingRejected
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """Dataset export jobs for researchers: start one, follow its status, download its zip.
 
-The jobs are the research pages' (``scoring.export_jobs``): started with ``export_job_start``
+The jobs are the research pages' (``scoring.export.jobs``): started with ``export_job_start``
 (run by the ``scoring.tasks_export.export_job_run`` Celery task on the default queue), their
 parameters checked by the research page's own form (``scoring.forms.ExportForm``), their
 archive found by ``export_job_archive_path`` (only inside MEDIA_ROOT/exports).
@@ -17,8 +17,8 @@ from rest_framework.views import APIView
 
 from ratinggame.api.errors import Conflict, ErrorSerializer
 from ratinggame.api.permissions import IsResearcher
-from scoring.export_files import FORMATS
-from scoring.export_jobs import export_job_archive_path, export_job_start
+from scoring.export.files import FORMATS
+from scoring.export.jobs import export_job_archive_path, export_job_start
 from scoring.forms import ExportForm
 from scoring.models import ExportJob
 

@@ -11,20 +11,18 @@ ignored, and a rating is accepted from ``min_submit_at`` on. Nothing served befo
 tells the rater another rating, the pair's consensus, its expert rating or a model prime.
 """
 
-import dataclasses
-
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotators import journey, services
-from annotators.journey import Step
+from annotators import progress, services
+from annotators.journey import PLAYING_STEPS, Step
 from ratinggame import game
 from ratinggame.api.errors import ErrorSerializer, error_response
 from ratinggame.api.permissions import IsAnnotator
-from ratinggame.models import Stage
+from ratinggame.models import Pool
 
 TAG = "game"
 
@@ -37,7 +35,7 @@ class ServedSerializer(serializers.Serializer):
 
     assignment_id = serializers.IntegerField()
     pair_id = serializers.IntegerField()
-    stage = serializers.ChoiceField(choices=Stage.choices)
+    stage = serializers.ChoiceField(choices=Pool.choices)
     image_url = serializers.CharField(help_text="Relative to the site, e.g. /media/images/ab/ab12....png")
     image_width = serializers.IntegerField()
     image_height = serializers.IntegerField()
@@ -70,7 +68,7 @@ class FeedbackSerializer(serializers.Serializer):
 
     assignment_id = serializers.IntegerField()
     pair_id = serializers.IntegerField()
-    stage = serializers.ChoiceField(choices=Stage.choices)
+    stage = serializers.ChoiceField(choices=Pool.choices)
     value = serializers.IntegerField()
     points = serializers.IntegerField()
     reference = serializers.IntegerField(
@@ -120,32 +118,13 @@ class StepSerializer(serializers.Serializer):
 
 
 def step_data(user) -> dict:
-    step = journey.current_step(user)
+    step = progress.current_step(user)
     data = {"step": step.value, "tutorial": None, "probation": None, "game": None}
-    if step == Step.TUTORIAL:
-        done, total, score = journey.tutorial_progress(user)
-        data["tutorial"] = {
-            "done": done,
-            "total": total,
-            "score": score,
-            "max_score": 2 * total,
-            "pass_mark": journey.tutorial_pass_mark(total),
-        }
-    elif step == Step.PROBATION:
-        number, done, total, score = journey.probation_progress(user)
-        data["probation"] = {
-            "round": number,
-            "done": done,
-            "total": total,
-            "score": score,
-            "max_score": 2 * total,
-            "pass_mark": journey.probation_pass_mark(total),
-        }
-    elif step == Step.GAME:
-        profile = journey.profile_for(user)
-        stats = services.personal_stats(user)
-        window = game.Window(count=profile.window_count, points=profile.window_points)
-        data["game"] = {**stats, "window": dataclasses.asdict(window)}
+    if step == Step.GAME:
+        window = progress.stage_progress(user, step).window
+        data["game"] = {**services.personal_stats(user), "window": window}
+    elif step in PLAYING_STEPS:
+        data[step.value] = progress.stage_progress(user, step)
     return data
 
 
@@ -191,7 +170,7 @@ class ConsentView(GameView):
     )
     def post(self, request: Request) -> Response:
         ConsentSerializer(data=request.data).is_valid(raise_exception=True)
-        journey.consent_give(user=request.user)
+        progress.consent_give(user=request.user)
         return Response(StepSerializer(step_data(request.user)).data)
 
 

@@ -14,14 +14,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ratinggame.aggregates import in_force
 from ratinggame.api.errors import ErrorSerializer, PayloadTooLarge, error_response
 from ratinggame.api.filters import CountFilter
 from ratinggame.api.permissions import IsResearcher
 from ratinggame.api.uploads import manifest_upload_import
-from ratinggame.importing import ImportFailed, ManifestError
+from ratinggame.game.aggregates import in_force
 from ratinggame.models import CaptionPair, CaptionSource, Image, Pool, PrimingStatus
-from ratinggame.validation import PairInvalid
+from ratinggame.pairs.importing import ImportFailed, ManifestError
+from ratinggame.pairs.validation import PairInvalid
 from scoring.consensus import consensus_from_aggregates
 
 TAG = "pairs"

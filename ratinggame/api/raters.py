@@ -1,7 +1,7 @@
 """Rater statistics and actions for admins: the staff dashboard's data and actions, over JSON.
 
-Statistics and flags come from ``annotators.competency.rater_statistics`` with the competency of
-the latest finished PCM analysis; actions go through ``annotators.staff_services``, which
+Statistics and flags come from ``annotators.competency.flags.rater_statistics`` with the competency of
+the latest finished PCM analysis; actions go through ``annotators.staff.services``, which
 applies them under row locks and writes the audit log (``RaterAction``: who, what, why, from
 and to which state), listed at ``admin/actions``.
 """
@@ -14,10 +14,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotators import staff_services
-from annotators.analysis_jobs import latest_analysis
-from annotators.competency import FLAGS, rater_statistics
+from annotators.competency.flags import FLAGS, rater_statistics
+from annotators.competency.jobs import latest_analysis
 from annotators.models import RaterAction, RaterProfile, RaterState
+from annotators.staff import services as staff_services
 from ratinggame.api.errors import ErrorSerializer
 from ratinggame.api.filters import IdFilter
 from ratinggame.api.permissions import IsAdminRole

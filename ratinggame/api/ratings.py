@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from ratinggame.api.errors import ErrorSerializer
 from ratinggame.api.filters import IdFilter, UtcIsoDateTimeFilter
 from ratinggame.api.permissions import IsResearcher
-from ratinggame.models import Rating, Stage
+from ratinggame.models import Pool, Rating
 
 TAG = "ratings"
 
@@ -46,7 +46,7 @@ class RatingSerializer(serializers.ModelSerializer):
 class RatingFilter(django_filters.FilterSet):
     pair = IdFilter(field_name="pair_id")
     rater = IdFilter(field_name="rater_id")
-    stage = django_filters.ChoiceFilter(choices=Stage.choices)
+    stage = django_filters.ChoiceFilter(choices=Pool.choices)
     excluded = django_filters.BooleanFilter()
     submitted_after = UtcIsoDateTimeFilter(field_name="submitted_at", lookup_expr="gte")
     submitted_before = UtcIsoDateTimeFilter(field_name="submitted_at", lookup_expr="lt")

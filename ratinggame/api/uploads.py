@@ -1,6 +1,6 @@
 """A manifest upload (manifest file + image files, or zips of images) imported exactly like
 ``manage.py import_pairs``: the files are laid out in a private temporary folder and handed to
-``ratinggame.importing.import_manifest``, which checks every row and writes all or nothing.
+``ratinggame.pairs.importing.import_manifest``, which checks every row and writes all or nothing.
 
 No name a client sends becomes a path unchecked: loose files keep only their base name, and
 zip members are written under the temporary folder only when every part of their path is a
@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
-from ratinggame.importing import ImportReport, ManifestError, import_manifest
+from ratinggame.pairs.importing import ImportReport, ManifestError, import_manifest
 
 _CHUNK = 1024 * 1024
 _PLAIN_PART = re.compile(r"[^\x00-\x1f/\\:]{1,255}")

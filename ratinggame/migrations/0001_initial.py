@@ -157,7 +157,9 @@ class Migration(migrations.Migration):
                 (
                     "assignment",
                     models.OneToOneField(
-                        on_delete=django.db.models.deletion.PROTECT, related_name="rating", to="ratinggame.assignment"
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="rating",
+                        to="ratinggame.game.assignment",
                     ),
                 ),
                 (

@@ -98,7 +98,10 @@ class Migration(migrations.Migration):
                 (
                     "calibration",
                     models.ForeignKey(
-                        blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, to="scoring.calibration"
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        to="scoring.priming.calibration",
                     ),
                 ),
                 (

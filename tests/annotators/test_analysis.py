@@ -9,8 +9,8 @@ from django.urls import reverse
 from django.utils import timezone
 from scipy.stats import spearmanr
 
-from annotators.analysis import build_responses
-from annotators.analysis_jobs import competency_refresh_due, competency_refresh_request, latest_competency_summary
+from annotators.competency.analysis import build_responses
+from annotators.competency.jobs import competency_refresh_due, competency_refresh_request, latest_competency_summary
 from annotators.models import AnalysisStatus, CompetencyAnalysis, RaterState
 from annotators.tasks import maybe_refresh_competency, refresh_competency
 from tests.celery_broker import celery_sending_to

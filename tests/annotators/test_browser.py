@@ -150,6 +150,8 @@ def test_keyboard_only_tutorial_to_the_game(live_server, chromium_path, settings
             expect(page.locator("#progress")).to_contain_text("Qualification: 0 of 20 ratings, 0 of 25 points needed")
             image = page.get_by_alt_text("Image to rate")
             expect(image).to_be_visible()
+            # The image may still be arriving on a loaded machine: wait for it, then check its size.
+            page.wait_for_function("document.querySelector('.pair-image').complete")
             assert page.evaluate("document.querySelector('.pair-image').naturalWidth") == 640
             box = image.bounding_box()
             assert box["height"] <= 0.6 * 800 + 1  # max-height 60vh

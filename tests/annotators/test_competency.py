@@ -1,4 +1,4 @@
-"""Per-rater statistics and behaviour flags (annotators.competency, annotators.rater_stats)."""
+"""Per-rater statistics and behaviour flags (annotators.competency.flags, annotators.competency.rater_stats)."""
 
 import itertools
 
@@ -7,9 +7,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from annotators.competency import flags_for, load_rating_rows, rater_statistics
+from annotators.competency.flags import flags_for, load_rating_rows, rater_statistics
+from annotators.competency.rater_stats import group_stats, leave_one_out_consensus, rolling_share
 from annotators.models import Dispute, ProbationRound, RaterState
-from annotators.rater_stats import group_stats, leave_one_out_consensus, rolling_share
 from scoring.consensus import consensus_rating
 from tests.factories import (
     CaptionPairFactory,

@@ -11,11 +11,11 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 from django.utils import timezone
 
+from annotators.journey import WINDOW_FAILED_REASON
 from annotators.models import Dispute, DisputeStatus, RaterAction, RaterProfile, RaterState
 from annotators.services import dispute_file
-from annotators.staff_services import ActionRefused, dispute_resolve
+from annotators.staff.services import ActionRefused, dispute_resolve
 from ratinggame import game
-from ratinggame.game import WINDOW_FAILED_REASON
 from ratinggame.models import Pool, Rating
 from tests.factories import CaptionPairFactory, ProbationPairFactory, UserFactory, rating_record
 from tests.ratinggame.journey_helpers import seed_ratings

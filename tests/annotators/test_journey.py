@@ -7,11 +7,10 @@ from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from annotators import journey, services
+from annotators import journey, progress, services
 from annotators.journey import Step
 from annotators.models import Dispute, RaterProfile, RaterState
 from annotators.roles import ANNOTATOR, has_role
-from ratinggame import game
 from ratinggame.models import Rating
 from tests.factories import UserFactory
 from tests.ratinggame.journey_helpers import (
@@ -39,19 +38,19 @@ def _fast(settings):
 
 def test_a_new_user_must_consent_first_then_starts_the_tutorial():
     user = UserFactory()
-    assert journey.current_step(user) == Step.CONSENT
+    assert progress.current_step(user) == Step.CONSENT
     assert RaterProfile.objects.filter(user=user).count() == 1  # created on first use
-    journey.consent_give(user=user)
-    assert journey.current_step(user) == Step.TUTORIAL
-    journey.profile_for(user)
+    progress.consent_give(user=user)
+    assert progress.current_step(user) == Step.TUTORIAL
+    progress.profile_for(user)
     assert RaterProfile.objects.filter(user=user).count() == 1
 
 
 def test_consent_given_again_keeps_the_first_time():
     user = UserFactory()
-    journey.consent_give(user=user)
+    progress.consent_give(user=user)
     first = RaterProfile.objects.get(user=user).consent_at
-    journey.consent_give(user=user)
+    progress.consent_give(user=user)
     assert RaterProfile.objects.get(user=user).consent_at == first
 
 
@@ -67,28 +66,28 @@ def test_consent_given_again_keeps_the_first_time():
 )
 def test_the_step_follows_consent_and_profile_state(state, consent, step):
     user = rater(state, consent_at=timezone.now() if consent else None)
-    assert journey.current_step(user) == step
+    assert progress.current_step(user) == step
 
 
 def test_an_anonymous_visitor_is_at_the_consent_step():
-    assert journey.current_step(AnonymousUser()) == Step.CONSENT
+    assert progress.current_step(AnonymousUser()) == Step.CONSENT
 
 
 def test_progress_through_tutorial_and_probation():
     tutorial_pairs([3] * 10)
     probation_pairs(20)
     user, clock = rater(), Clock()
-    assert journey.tutorial_progress(user) == (0, 10, 0)
+    assert progress.tutorial_progress(user) == (0, 10, 0)
     for points in (2, 1, 0):
         rate_next(user, lambda pair, p=points: value_scoring(pair.expert_rating, p), clock)
-    assert journey.tutorial_progress(user) == (3, 10, 3)
+    assert progress.tutorial_progress(user) == (3, 10, 3)
     for _ in range(7):
         rate_next(user, lambda pair: value_scoring(pair.expert_rating, 0), clock)
     # 3 of 20 points: probation, round 1, nothing rated yet.
-    assert journey.current_step(user) == Step.PROBATION
-    assert journey.probation_progress(user) == (1, 0, 20, 0)
+    assert progress.current_step(user) == Step.PROBATION
+    assert progress.probation_progress(user) == (1, 0, 20, 0)
     rate_next(user, lambda pair: value_scoring(pair.expert_rating, 2), clock)
-    assert journey.probation_progress(user) == (1, 1, 20, 2)
+    assert progress.probation_progress(user) == (1, 1, 20, 2)
 
 
 # --- Sign-up, profile, disputes -------------------------------------------------------------
@@ -100,7 +99,7 @@ def test_signup_makes_an_annotator_with_a_profile_on_the_consent_step():
     assert user.check_password("a long enough passphrase 42")
     profile = RaterProfile.objects.get(user=user)
     assert (profile.state, profile.consent_at) == (RaterState.TUTORIAL, None)
-    assert journey.current_step(user) == Step.CONSENT
+    assert progress.current_step(user) == Step.CONSENT
 
 
 def test_signup_refuses_a_taken_name_and_a_weak_password():
@@ -205,5 +204,5 @@ def test_personal_stats_count_exact_agreement_streak_and_level():
     [(-5, 1, 250), (0, 1, 250), (249, 1, 250), (250, 2, 1000), (999, 2, 1000), (1000, 3, 2000), (3000, 5, None)],
 )
 def test_levels_start_at_250_1000_2000_3000_points(points, level, next_at):
-    assert game.level_for(points) == level
-    assert game.next_level_at(points) == next_at
+    assert journey.level_for(points) == level
+    assert journey.next_level_at(points) == next_at

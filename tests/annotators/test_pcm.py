@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 import statsmodels.api as sm
 
-from annotators.pcm import (
+from annotators.competency.pcm import (
     fit_pcm,
     latent_regression,
     rubric_score,
     rubric_scores,
     thurstonian_thresholds,
 )
-from annotators.wright_map import wright_map_svg
+from annotators.competency.wright_map import wright_map_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -14,14 +14,14 @@ from django.db import connection
 from rest_framework.authtoken.models import Token
 from scipy import stats
 
-from annotators import simulation
 from annotators.models import RaterProfile
-from annotators.simulation import CrowdConfig, crowd_simulate
-from annotators.simulation_report import format_report
-from annotators.simulation_setup import balanced_qualities
 from ratinggame.models import CaptionPair, Pool, PrimingStatus, Rating
 from tests.ratinggame.api_helpers import researcher
 from tests.ratinggame.journey_helpers import FAST_HASHERS
+from tools.simulator import crowd as simulation
+from tools.simulator.crowd import CrowdConfig, crowd_simulate
+from tools.simulator.report import format_report
+from tools.simulator.setup import balanced_qualities
 
 # --- The rater model -------------------------------------------------------------------------
 
@@ -94,7 +94,7 @@ def test_setup_qualities_are_balanced_and_game_share_rounds_up():
 PRIME_SD = 0.5
 # Sizes (seeded; the server's serving order is not): 12 raters x 300 pairs = 100 scored game
 # ratings each (a qualification window is 20; a failed window's ratings do not count toward
-# the share, see annotators.simulation). An offline replay of the game's rules at these sizes
+# the share, see tools.simulator.crowd). An offline replay of the game's rules at these sizes
 # gave rho >= 0.85 in 200 of 200 seeds (mean 0.95); when the share also counted the ratings of
 # failed windows, rho fell below 0.8 in 15% of the runs (0.75 was seen here once).
 RATERS = 12

@@ -6,7 +6,6 @@ import pytest
 from django.contrib.auth.models import AnonymousUser
 from django.urls import reverse
 
-from annotators import staff_urls
 from annotators.models import (
     AnalysisStatus,
     CompetencyAnalysis,
@@ -18,6 +17,7 @@ from annotators.models import (
     RaterState,
 )
 from annotators.roles import ADMIN, ANNOTATOR, RESEARCHER
+from annotators.staff import urls as staff_urls
 from tests.factories import (
     CaptionPairFactory,
     ImageFactory,
@@ -59,7 +59,7 @@ def staff():
 
 
 def staff_urls_all(rater, dispute) -> list[str]:
-    """Every URL of annotators.staff_urls, its path parameters filled in."""
+    """Every URL of annotators.staff.urls, its path parameters filled in."""
     values = {"profile_id": rater.pk, "dispute_id": dispute.pk}
     urls = []
     for pattern in staff_urls.urlpatterns:
@@ -193,7 +193,7 @@ def test_rejecting_a_dispute_changes_no_score(client, staff, rater, dispute):
 
 
 def test_dispute_service_refuses_a_second_resolution(staff, dispute):
-    from annotators.staff_services import ActionRefused, dispute_resolve
+    from annotators.staff.services import ActionRefused, dispute_resolve
 
     dispute_resolve(dispute=dispute, actor=staff, accept=False, note="no")
     with pytest.raises(ActionRefused):
@@ -253,7 +253,7 @@ def test_rater_page_has_an_accessible_timeline(client, staff, rater, image):
 
 
 def test_staff_required_lets_superusers_in(rf, rater):
-    from annotators.staff_views import dashboard
+    from annotators.staff.views import dashboard
 
     request = rf.get("/staff/")
     request.user = UserFactory(is_superuser=True)

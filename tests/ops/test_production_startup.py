@@ -26,9 +26,9 @@ import pytest
 import redis
 from django.conf import settings as django_settings
 
-from annotators.analysis_jobs import competency_refresh_request
+from annotators.competency.jobs import competency_refresh_request
 from annotators.models import AnalysisStatus, CompetencyAnalysis, RaterProfile
-from scoring.export_jobs import export_job_start
+from scoring.export.jobs import export_job_start
 from scoring.models import ExportJob
 from tests.celery_broker import celery_sending_to
 from tests.live_process import QUIET_WORKER, celery_process, server_env

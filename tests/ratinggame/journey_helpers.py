@@ -5,9 +5,9 @@ from datetime import UTC, datetime, timedelta
 from annotators.models import RaterProfile, RaterState
 from annotators.roles import ANNOTATOR, ensure_roles
 from ratinggame import game
-from ratinggame.aggregates import pair_aggregates_recompute
-from ratinggame.assignment import assign_rank_for, pair_rank_refresh
-from ratinggame.models import Assignment, CaptionPair, Pool, Rating, Stage
+from ratinggame.game.aggregates import pair_aggregates_recompute
+from ratinggame.game.assignment import assign_rank_for, pair_rank_refresh
+from ratinggame.models import Assignment, CaptionPair, Pool, Rating
 from tests.factories import CaptionPairFactory, ProbationPairFactory, TutorialPairFactory, UserFactory
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
@@ -78,13 +78,13 @@ def seed_ratings(pair: CaptionPair, values: list[int], at: datetime = T0 - timed
     for value in values:
         user = rater(RaterState.GAME)
         assignment = Assignment.objects.create(
-            rater=user, pair=pair, stage=Stage.GAME, served_at=at, expires_at=at + timedelta(hours=1), submitted_at=at
+            rater=user, pair=pair, stage=Pool.GAME, served_at=at, expires_at=at + timedelta(hours=1), submitted_at=at
         )
         Rating.objects.create(
             assignment=assignment,
             pair=pair,
             rater=user,
-            stage=Stage.GAME,
+            stage=Pool.GAME,
             value=value,
             served_at=at,
             submitted_at=at,

@@ -7,7 +7,7 @@ from django.db import connection
 
 from annotators.models import RaterState
 from ratinggame import game
-from ratinggame.assignment import assign_rank_for, claim_query
+from ratinggame.game.assignment import assign_rank_for, claim_query
 from ratinggame.models import AssignRank
 from tests.ratinggame.journey_helpers import (
     FAST_HASHERS,

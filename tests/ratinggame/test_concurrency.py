@@ -8,8 +8,8 @@ from django.db import connections
 
 from annotators.models import RaterState
 from ratinggame import game
-from ratinggame.aggregates import pair_aggregates_recompute
-from ratinggame.models import Assignment, CaptionPair, Rating, Stage
+from ratinggame.game.aggregates import pair_aggregates_recompute
+from ratinggame.models import Assignment, CaptionPair, Pool, Rating
 from scoring.consensus import consensus_rating, player_score
 from tests.ratinggame.journey_helpers import FAST_HASHERS, T0, assert_pairs_consistent, game_pairs, rater, seed_ratings
 
@@ -55,7 +55,7 @@ def test_fifty_raters_rating_one_pair_at_once_are_all_stored_and_scored_in_turn(
         Assignment.objects.create(
             rater=user,
             pair=pair,
-            stage=Stage.GAME,
+            stage=Pool.GAME,
             served_at=T0,
             expires_at=T0 + timedelta(hours=1),
             holds_slot=True,

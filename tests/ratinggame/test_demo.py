@@ -7,10 +7,10 @@ from django.contrib.auth import authenticate, get_user_model
 from django.core.management import call_command
 
 from annotators.models import RaterProfile, RaterState
-from ratinggame import demo_content
-from ratinggame.demo import DEMO_PRIME_IDENTITY
-from ratinggame.demo_crowd import COMPETENCIES, GAME_RATINGS_EACH
-from ratinggame.models import CaptionPair, Image, Pool, PrimingStatus, Rating, Stage
+from ratinggame.demo import content as demo_content
+from ratinggame.demo.crowd import COMPETENCIES, GAME_RATINGS_EACH
+from ratinggame.demo.loader import DEMO_PRIME_IDENTITY
+from ratinggame.models import CaptionPair, Image, Pool, PrimingStatus, Rating
 from scoring.models import ModelRating
 from tests.ratinggame.journey_helpers import Clock, assert_pairs_consistent, rate_next, rater
 
@@ -127,7 +127,7 @@ def test_the_demo_crowd_has_played_and_cannot_log_in(settings):
     for profile in crowd:
         assert not profile.user.has_usable_password()
         assert profile.tutorial_score is not None
-    game_ratings = Rating.objects.filter(stage=Stage.GAME, rater__username__startswith="crowd")
+    game_ratings = Rating.objects.filter(stage=Pool.GAME, rater__username__startswith="crowd")
     assert game_ratings.count() == len(COMPETENCIES) * GAME_RATINGS_EACH
     # Some pairs are validated (3 or more ratings) and many are left for the people trying it.
     game = CaptionPair.objects.filter(pool=Pool.GAME)

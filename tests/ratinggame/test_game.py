@@ -6,10 +6,11 @@ import pytest
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from annotators.journey import Window
 from annotators.models import ProbationRound, RaterProfile, RaterState
 from ratinggame import game
-from ratinggame.aggregates import in_force, pair_aggregates_recompute, ratings_exclude
-from ratinggame.models import Assignment, CaptionPair, Rating, Stage
+from ratinggame.game.aggregates import in_force, pair_aggregates_recompute, ratings_exclude
+from ratinggame.models import Assignment, CaptionPair, Pool, Rating
 from tests.ratinggame.journey_helpers import (
     FAST_HASHERS,
     T0,
@@ -248,11 +249,11 @@ def test_whole_journey_tutorial_probation_window_failed_and_passed():
     window1 = [rate_next(user, 1, clock) for _ in range(20)]
     assert {fb.points for _, fb in window1} == {-2}
     assert window1[-1][1].transition == "window_failed"
-    assert window1[-1][1].window == game.Window(count=20, points=-40)
+    assert window1[-1][1].window == Window(count=20, points=-40)
     profile.refresh_from_db()
     assert (profile.state, profile.game_score) == (RaterState.PROBATION, 0)
     assert ProbationRound.objects.filter(profile=profile).count() == 3
-    window1_ratings = Rating.objects.filter(rater=user, stage=Stage.GAME)
+    window1_ratings = Rating.objects.filter(rater=user, stage=Pool.GAME)
     assert window1_ratings.count() == 20
     assert set(window1_ratings.values_list("excluded_reason", flat=True)) == {"failed qualification window"}
     window1_pairs = CaptionPair.objects.filter(pk__in=[served.pair_id for served, _ in window1])

@@ -248,7 +248,7 @@ def test_unusual_but_valid_images_are_accepted(tmp_path, folder):
 
 
 def test_rollback_removes_image_files_written_before_the_failure(tmp_path, folder, monkeypatch, settings):
-    import ratinggame.importing as importing
+    import ratinggame.pairs.importing as importing
 
     def failing_pair_create(**kwargs):
         raise RuntimeError("database went away")

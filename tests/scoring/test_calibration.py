@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from sklearn.isotonic import IsotonicRegression
 
-from scoring.calibration import MIN_PAIRS_FOR_FIT, apply_knots, choose_knots, default_knots, fit_isotonic
+from scoring.priming.calibration import MIN_PAIRS_FOR_FIT, apply_knots, choose_knots, default_knots, fit_isotonic
 
 
 def test_default_map_is_linear_from_half_to_one_clipped():
@@ -49,8 +49,8 @@ def test_knots_must_be_monotone():
 @pytest.mark.django_db
 def test_refit_stores_a_default_then_an_isotonic_calibration():
     from ratinggame.models import CaptionPair
-    from scoring.calibration_service import calibration_key, current_calibration, refit, refit_all
     from scoring.models import Calibration, ModelRating
+    from scoring.priming.calibration_service import calibration_key, current_calibration, refit, refit_all
     from tests.factories import CaptionPairFactory, ImageFactory
 
     images = [ImageFactory() for _ in range(5)]

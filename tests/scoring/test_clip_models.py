@@ -4,7 +4,7 @@ No pretrained weights can be downloaded here, so a tiny randomly initialised ope
 (2-layer towers, 64 wide, 32 px images, the standard 49408-token vocabulary and 77-token
 context) is saved in each checkpoint format and loaded through `load_scorer`, the path users
 take. Expected values come from open_clip's own loader and encoders, scored with
-`scoring.clipscore` (whose formulas are checked by hand in test_clipscore.py).
+`scoring.priming.clipscore` (whose formulas are checked by hand in test_clipscore.py).
 """
 
 import hashlib
@@ -22,8 +22,8 @@ open_clip = pytest.importorskip("open_clip", reason="open_clip is not installed 
 from PIL import Image  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 
-from scoring.clip_models import ScorerLoadError, encode_text_trimmed, load_scorer  # noqa: E402
-from scoring.clipscore import clip_s, ref_clip_s  # noqa: E402
+from scoring.priming.clip_models import ScorerLoadError, encode_text_trimmed, load_scorer  # noqa: E402
+from scoring.priming.clipscore import clip_s, ref_clip_s  # noqa: E402
 
 TINY = "ratinggame-tiny-clip"
 TINY_CFG = {
@@ -360,7 +360,7 @@ def test_half_precision_scores_stay_close_to_fp32(tiny, precision):
     ],
 )
 def test_pacs_quickgelu_follows_the_base_weights(tiny, model_name, base, quick):
-    from scoring.clip_models import pacs_quick_gelu
+    from scoring.priming.clip_models import pacs_quick_gelu
 
     assert pacs_quick_gelu(model_name, base) is quick
 
@@ -401,7 +401,7 @@ def grey_ramp(seed: int = 0) -> np.ndarray:
 
 
 def rgb_of(image) -> np.ndarray:
-    from scoring.clip_models import image_to_rgb
+    from scoring.priming.clip_models import image_to_rgb
 
     converted = image_to_rgb(image)
     assert converted.mode == "RGB"

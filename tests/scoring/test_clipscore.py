@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scoring.clipscore import CAPTION_PREFIX, clip_s, harmonic_mean, max_reference_cos, prompt_for, ref_clip_s
+from scoring.priming.clipscore import CAPTION_PREFIX, clip_s, harmonic_mean, max_reference_cos, prompt_for, ref_clip_s
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -101,10 +101,10 @@ def test_prompt_is_the_papers_prefix():
 
 
 def test_importing_scoring_modules_does_not_import_torch():
-    # The web process imports scoring.clipscore; worker code imports scoring.clip_models, which
+    # The web process imports scoring.priming.clipscore; worker code imports scoring.priming.clip_models, which
     # must stay cheap to import: torch and open_clip load only when a model is built.
     code = (
-        "import sys; import scoring.clipscore, scoring.clip_models; "
+        "import sys; import scoring.priming.clipscore, scoring.priming.clip_models; "
         "print(sorted(m for m in ('torch', 'open_clip') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)

@@ -20,14 +20,14 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from scipy import stats
 
-from annotators.analysis_jobs import competency_analysis_run
+from annotators.competency.jobs import competency_analysis_run
 from annotators.models import AnalysisStatus, CompetencyAnalysis, RaterProfile
-from ratinggame.models import CaptionPair, Pool, Rating, Stage
+from ratinggame.models import CaptionPair, Pool, Rating
 from scoring.agreement import virtual_rater_report
-from scoring.export import export_build
-from scoring.export_figures import distribution_bars_svg, source_shares_svg
-from scoring.export_files import formats_parse
-from scoring.export_stats import metric_correlation
+from scoring.export.bundle import export_build
+from scoring.export.figures import distribution_bars_svg, source_shares_svg
+from scoring.export.files import formats_parse
+from scoring.export.stats import metric_correlation
 from scoring.models import ExportJob, ModelRating
 from scoring.tasks_export import TIME_LIMIT_SECONDS, export_job_run
 from tests.factories import CaptionPairFactory, ImageFactory
@@ -58,12 +58,12 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 def valid_game_ratings():
-    return Rating.objects.filter(stage=Stage.GAME, pair__pool=Pool.GAME, excluded=False)
+    return Rating.objects.filter(stage=Pool.GAME, pair__pool=Pool.GAME, excluded=False)
 
 
 def db_exported_pair_ids(min_ratings: int = 3) -> set[int]:
     """Independent of the exporter: game pairs with enough non-excluded game ratings, by aggregate query."""
-    valid = Q(ratings__excluded=False, ratings__stage=Stage.GAME)
+    valid = Q(ratings__excluded=False, ratings__stage=Pool.GAME)
     pairs = CaptionPair.objects.game().annotate(n=Count("ratings", filter=valid)).filter(n__gte=min_ratings)
     return set(pairs.values_list("id", flat=True))
 

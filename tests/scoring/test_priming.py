@@ -21,9 +21,9 @@ pytest.importorskip("open_clip", reason="open_clip is not installed (model primi
 
 from annotators.models import RaterState
 from ratinggame.models import CaptionPair, Pool, PrimingStatus
-from ratinggame.services import pair_create, pairs_created
-from scoring import prime_runner
+from ratinggame.pairs.services import pair_create, pairs_created
 from scoring.models import Calibration, ModelRating
+from scoring.priming import runner as prime_runner
 from scoring.tasks import prime_pairs, sweep_pending_priming
 from tests.celery_broker import celery_sending_to
 from tests.factories import ImageFactory
@@ -314,7 +314,7 @@ def tiny_pacs(tiny_dir, tmp_path_factory):
 
 def plain_clip_s(tiny_dir, pairs: list[CaptionPair]) -> list[float]:
     """CLIP-S (w = 2.5) of the pairs by the tiny model, through a scorer of its own."""
-    from scoring.clip_models import load_scorer
+    from scoring.priming.clip_models import load_scorer
 
     scorer = load_scorer(str(tiny_dir), device="cpu")
     return [
@@ -362,8 +362,8 @@ def save_predictor(base_identity: str, *, active: bool, bias: float):
     import torch
     from django.conf import settings as django_settings
 
-    from scoring import predictor
     from scoring.models import PredictorRun
+    from scoring.priming import model_vicr as predictor
 
     torch.manual_seed(7)
     model = predictor.build_mlp(64, 0.0)  # tiny model: 32-d image + 32-d text embeddings
@@ -380,8 +380,8 @@ def save_predictor(base_identity: str, *, active: bool, bias: float):
 
 
 def test_an_active_predictor_takes_slot_2_the_prime_kept_longest(priming):
-    from ratinggame.aggregates import in_force
-    from scoring import predictor
+    from ratinggame.game.aggregates import in_force
+    from scoring.priming import model_vicr as predictor
 
     scorer = prime_runner.get_scorer(str(priming.RATINGGAME["PRIMING_MODEL"]), None, None)
     identity = prime_runner.scorer_identity(scorer)

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from scoring.export import export_build
+from scoring.export.bundle import export_build
 from scoring.splits import SHARES, SPLITS, split_for_image
 from tests.factories import CaptionPairFactory
 from tests.scoring.export_world import pairs_add, world_build

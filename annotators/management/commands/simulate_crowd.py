@@ -12,7 +12,7 @@ a token every pair's true quality is a hash of its id and the seed.
 
 For a quick run set ``RATINGGAME_MIN_SECONDS_PER_RATING`` (tests and benchmarks only) and
 the API throttles (``RATINGGAME_THROTTLE_USER``, ``RATINGGAME_THROTTLE_SIGNUP``) on the
-server: the simulated raters rate faster than people may. See annotators.simulation.
+server: the simulated raters rate faster than people may. See tools.simulator.crowd.
 """
 
 import json
@@ -20,9 +20,9 @@ import logging
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotators.simulation import CrowdConfig, crowd_simulate
-from annotators.simulation_report import format_report
-from annotators.simulation_setup import SetupFailed
+from tools.simulator.crowd import CrowdConfig, crowd_simulate
+from tools.simulator.report import format_report
+from tools.simulator.setup import SetupFailed
 
 
 def _positive_int(value: str) -> int:

@@ -2,8 +2,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from ratinggame.importing import ImportFailed, ManifestError, import_manifest
 from ratinggame.models import Pool
+from ratinggame.pairs.importing import ImportFailed, ManifestError, import_manifest
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from ratinggame.demo import load_demo
+from ratinggame.demo.loader import load_demo
 
 
 class Command(BaseCommand):

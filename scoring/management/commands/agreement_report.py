@@ -10,7 +10,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from scoring.agreement import virtual_rater_report
-from scoring.export_stats import PAPER_TABLE3, json_safe, pair_summary, rating_distribution
+from scoring.export.stats import PAPER_TABLE3, json_safe, pair_summary, rating_distribution
 from scoring.rating_files import RatingFileError, read_ratings_file
 
 

@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand
 
-from scoring.calibration_service import refit_all
+from scoring.priming.calibration_service import refit_all
 
 
 class Command(BaseCommand):

@@ -1,5 +1,5 @@
 """python manage.py export_dataset --out DIR [--min-ratings 3] [--seed 0] [--formats csv,jsonl,parquet]
-[--with-images] [--force]: the validated dataset export (scoring.export) with a progress bar on stderr."""
+[--with-images] [--force]: the validated dataset export (scoring.export.bundle) with a progress bar on stderr."""
 
 import json
 import sys
@@ -8,10 +8,9 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from scoring.export import export_build
-from scoring.export_files import FORMATS, formats_parse
-
-SPEC_MIN_RATINGS = 3  # SPEC section 6: the validated dataset needs at least 3 ratings per pair
+from ratinggame.models import MIN_HUMAN_RATINGS
+from scoring.export.bundle import export_build
+from scoring.export.files import FORMATS, formats_parse
 
 
 class Command(BaseCommand):
@@ -19,7 +18,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--out", required=True, help="Folder to write the bundle into (created if missing).")
-        parser.add_argument("--min-ratings", type=int, default=SPEC_MIN_RATINGS, help="Default 3 (SPEC section 6).")
+        parser.add_argument(
+            "--min-ratings", type=int, default=MIN_HUMAN_RATINGS, help=f"Default {MIN_HUMAN_RATINGS} (SPEC section 6)."
+        )
         parser.add_argument("--seed", type=int, default=0, help="Seed of the split and the virtual raters.")
         parser.add_argument("--formats", default="csv,jsonl", help=f"Comma-separated, from {', '.join(FORMATS)}.")
         parser.add_argument("--with-images", action="store_true", help="Copy the images into images/.")
@@ -33,11 +34,12 @@ class Command(BaseCommand):
         min_ratings = options["min_ratings"]
         if min_ratings < 1:
             raise CommandError(f"--min-ratings must be at least 1, got {min_ratings}")
-        if min_ratings < SPEC_MIN_RATINGS:
+        if min_ratings < MIN_HUMAN_RATINGS:
             self.stderr.write(
                 self.style.WARNING(
-                    f"--min-ratings {min_ratings} is below {SPEC_MIN_RATINGS}: pairs with fewer than 3 ratings are "
-                    "not part of the validated dataset (SPEC section 6) and are left out of the agreement statistics."
+                    f"--min-ratings {min_ratings} is below {MIN_HUMAN_RATINGS}: pairs with fewer than "
+                    f"{MIN_HUMAN_RATINGS} ratings are not part of the validated dataset (SPEC section 6) and are "
+                    "left out of the agreement statistics."
                 )
             )
         out = Path(options["out"])

@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from ratinggame.models import CaptionPair
-from scoring.prime_runner import claimable, get_scorer, priming_config, run_priming, scorer_identity
+from scoring.priming.runner import claimable, get_scorer, priming_config, run_priming, scorer_identity
 
 
 def positive_int(text: str) -> int:
@@ -54,7 +54,7 @@ class Command(BaseCommand):
         return config["model"], pretrained, pacs
 
     def handle(self, *args, **options):
-        from scoring.clip_models import ScorerLoadError
+        from scoring.priming.clip_models import ScorerLoadError
 
         config = priming_config()
         model, pretrained, pacs_checkpoint = self.weights(options, config)

@@ -1,0 +1,150 @@
+"""The competency analysis as a tracked job: request, run (on the default Celery queue), read.
+
+A request stores a PENDING ``CompetencyAnalysis`` and dispatches ``annotators.tasks.
+refresh_competency`` with its primary key once the transaction commits. The task claims the
+row with a conditional UPDATE (PENDING -> RUNNING), so a redelivered message (acks_late)
+never runs it twice. Requests come from the staff dashboard and from the periodic
+``maybe_refresh_competency`` check, which asks for a run once RATINGGAME_COMPETENCY_EVERY
+game ratings arrived since the last one.
+
+When the broker cannot take the message (Redis down), the request still succeeds: the
+analysis is marked FAILED at once with a "could not queue" error (it never started, so its
+``started_at`` stays empty) instead of staying PENDING and blocking new requests. Such an
+analysis does not count as a run: the next periodic check (or a click on "Refresh") asks again.
+"""
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerError
+
+from annotators.competency.analysis import (
+    PAPER_COEF_PER_10_PERCENT,
+    PAPER_SE_PER_10_PERCENT,
+    game_ratings_count,
+    run_analysis,
+)
+from annotators.models import AnalysisStatus, CompetencyAnalysis
+
+logger = logging.getLogger(__name__)
+
+# An analysis PENDING (since its request) or RUNNING (since its start) longer than this is taken
+# as lost (worker killed) and no longer blocks a new request.
+STALE_AFTER = timedelta(hours=1)
+
+QUEUE_ERROR = "Could not queue the analysis (the task broker did not answer)"
+
+
+def competency_refresh_request(*, requested_by=None) -> CompetencyAnalysis:
+    """A new analysis, or the one already waiting or running (no second run side by side).
+
+    Never raises for a broker that is down: see the module docstring.
+    """
+    cutoff = timezone.now() - STALE_AFTER
+    with transaction.atomic():
+        in_progress = (
+            CompetencyAnalysis.objects.select_for_update()
+            .filter(
+                # Waiting counts from the request, running from the start (a run that waited
+                # long in the queue is not stale as soon as it starts).
+                Q(status=AnalysisStatus.PENDING, created_at__gte=cutoff)
+                | Q(status=AnalysisStatus.RUNNING, started_at__gte=cutoff)
+            )
+            .first()
+        )
+        if in_progress is not None:
+            return in_progress
+        analysis = CompetencyAnalysis.objects.create(requested_by=requested_by, game_ratings_count=game_ratings_count())
+        transaction.on_commit(lambda: _send(analysis.pk))
+    return analysis
+
+
+def _send(analysis_id: int) -> None:
+    from annotators.tasks import refresh_competency
+
+    try:
+        refresh_competency.delay(analysis_id)
+    except (BrokerError, OSError) as error:
+        # Broker unreachable: say so on the analysis (the dashboard shows it) instead of failing
+        # the request or leaving a PENDING row that would block new requests for STALE_AFTER.
+        logger.exception("could not queue competency analysis %s", analysis_id)
+        CompetencyAnalysis.objects.filter(pk=analysis_id, status=AnalysisStatus.PENDING).update(
+            status=AnalysisStatus.FAILED,
+            error=f"{QUEUE_ERROR}: {type(error).__name__}: {error}. It is asked again at the next periodic check.",
+            finished_at=timezone.now(),
+        )
+
+
+def competency_refresh_due() -> bool:
+    """Whether RATINGGAME_COMPETENCY_EVERY new game ratings arrived since the last analysis,
+    or the last request never reached the broker (it is asked again)."""
+    last = CompetencyAnalysis.objects.order_by("-created_at", "-id").first()
+    if last is not None and never_queued(last):
+        return True
+    # A failed run counts too: a data problem is not retried every few minutes, only after
+    # N more ratings (or on demand).
+    since = last.game_ratings_count if last is not None else 0
+    return game_ratings_count() - since >= settings.RATINGGAME_COMPETENCY_EVERY
+
+
+def never_queued(analysis: CompetencyAnalysis) -> bool:
+    """A FAILED analysis that never started: its message never reached the broker."""
+    return analysis.status == AnalysisStatus.FAILED and analysis.started_at is None
+
+
+def competency_analysis_run(*, analysis_id: int) -> str:
+    """Run a PENDING analysis; returns its final status ("skipped" when another worker has it)."""
+    claimed = CompetencyAnalysis.objects.filter(pk=analysis_id, status=AnalysisStatus.PENDING).update(
+        status=AnalysisStatus.RUNNING, started_at=timezone.now()
+    )
+    if not claimed:
+        return "skipped"
+    try:
+        fields = run_analysis()
+    except (ValueError, ArithmeticError, MemoryError) as error:
+        # A data problem (too few ratings, one category only) is a result to show, not a retry.
+        logger.warning("competency analysis %s failed: %s", analysis_id, error)
+        return competency_analysis_fail(analysis_id=analysis_id, error=str(error))
+    CompetencyAnalysis.objects.filter(pk=analysis_id).update(
+        status=AnalysisStatus.DONE, finished_at=timezone.now(), error="", **fields
+    )
+    return AnalysisStatus.DONE
+
+
+def competency_analysis_fail(*, analysis_id: int, error: str) -> str:
+    CompetencyAnalysis.objects.filter(pk=analysis_id, status=AnalysisStatus.RUNNING).update(
+        status=AnalysisStatus.FAILED, error=error, finished_at=timezone.now()
+    )
+    return AnalysisStatus.FAILED
+
+
+def latest_analysis() -> CompetencyAnalysis | None:
+    return CompetencyAnalysis.objects.filter(status=AnalysisStatus.DONE).order_by("-finished_at", "-id").first()
+
+
+def latest_competency_summary() -> dict | None:
+    """The latest finished analysis as plain JSON-serialisable values (for exports); None if none."""
+    analysis = latest_analysis()
+    if analysis is None:
+        return None
+    return {
+        "id": analysis.pk,
+        "finished_at": analysis.finished_at.isoformat() if analysis.finished_at else None,
+        "game_ratings_count": analysis.game_ratings_count,
+        "n_raters": analysis.n_raters,
+        "n_items": analysis.n_items,
+        "n_responses": analysis.n_responses,
+        "abilities": analysis.abilities,
+        "regression": analysis.regression,
+        "paper_regression": {
+            "coef_per_10_percent": PAPER_COEF_PER_10_PERCENT,
+            "se_per_10_percent": PAPER_SE_PER_10_PERCENT,
+        },
+        "details": analysis.details,
+        "duration_seconds": analysis.duration_seconds,
+        "wright_map_svg": analysis.wright_map_svg,
+    }

@@ -1,0 +1,40 @@
+"""Which page a rater may open: the gates that every page of a journey step asks.
+
+Pages of both apps use these (the rater's pages here, the rating screens in ratinggame.views),
+so they live outside any page module. Where a rater may be is ``annotators.progress.current_step``.
+"""
+
+from django.http import HttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+
+from annotators.journey import PLAYING_STEPS, Step
+from annotators.progress import current_step
+from annotators.scale import LEVELS
+
+__all__ = ["PLAYING_STEPS", "STEP_STAGES", "guide_context", "step_gate", "step_url"]
+
+# The rating screen of each playing step (URL kwarg "stage" of ratinggame's "rate" view).
+STEP_STAGES = {Step.TUTORIAL: "tutorial", Step.PROBATION: "probation", Step.GAME: "game"}
+
+
+def step_url(step: Step) -> str:
+    """The page where a rater on ``step`` belongs."""
+    if step == Step.CONSENT:
+        return reverse("annotators:consent")
+    if step == Step.SUSPENDED:
+        return reverse("annotators:suspended")
+    return reverse("rate", kwargs={"stage": STEP_STAGES[step]})
+
+
+def step_gate(user, allowed: frozenset[Step] | set[Step]) -> HttpResponse | None:
+    """None when ``user`` is on one of the ``allowed`` steps, else a redirect to their own step."""
+    step = current_step(user)
+    if step in allowed:
+        return None
+    return redirect(step_url(step))
+
+
+def guide_context() -> dict:
+    """What the Rating Guide dialog (annotators/_guide.html) needs on every page that has it."""
+    return {"levels": LEVELS}

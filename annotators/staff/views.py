@@ -1,0 +1,378 @@
+"""Staff pages: the rater table, a rater's page and actions, the dispute queue, the competency analysis.
+
+Only staff (``is_staff``) and the admin role may see them: anonymous visitors are sent to the
+log-in page, everyone else (annotators, researchers) gets 403. Every action is a POST with a
+reason; its GET shows the same form on a page of its own.
+"""
+
+from functools import wraps
+from urllib.parse import urlencode
+
+import numpy as np
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, Sum
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+
+from annotators import journey
+from annotators.competency.analysis import PAPER_COEF_PER_10_PERCENT, PAPER_SE_PER_10_PERCENT
+from annotators.competency.flags import (
+    FLAG_LABELS,
+    FLAGS,
+    RaterStats,
+    flag_thresholds,
+    rater_statistics,
+    rater_timeline,
+)
+from annotators.competency.jobs import competency_refresh_request, latest_analysis, never_queued
+from annotators.competency.rater_stats import leave_one_out_consensus
+from annotators.competency.timeline_svg import timeline_svg
+from annotators.models import AnalysisStatus, CompetencyAnalysis, Dispute, DisputeStatus, RaterProfile, RaterState
+from annotators.roles import ADMIN, has_role
+from annotators.staff import services as staff_services
+from annotators.staff.forms import DisputeResolveForm, ReasonForm
+from ratinggame.models import Pool, Rating
+
+
+def staff_required(view):
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        if not (request.user.is_staff or has_role(request.user, ADMIN)):
+            raise PermissionDenied("Staff only.")
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0%}"
+
+
+def _number(value: float | None, digits: int = 1) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _plain(value: object) -> str:
+    return "–" if value is None else str(value)
+
+
+# (key, heading, formatter): the sortable columns of the rater table, in order.
+COLUMNS = (
+    ("username", "Rater", _plain),
+    ("state", "State", _plain),
+    ("tutorial_score", "Tutorial (of 20)", _plain),
+    ("probation_rounds", "Probation rounds", _plain),
+    ("game_score", "Game score", _plain),
+    ("ratings", "Ratings", _plain),
+    ("exact_rate", "Exact", _percent),
+    ("adjacent_rate", "Adjacent", _percent),
+    ("lack_rate", "Lack", _percent),
+    ("mean_abs_deviation", "Mean |r − c|", lambda v: _number(v, 2)),
+    ("median_seconds", "Median s", _number),
+    ("near_floor_share", "At floor", _percent),
+    ("longest_run", "Longest run", _plain),
+    ("prime_equal_share", "= prime", _percent),
+    ("open_disputes", "Open disputes", _plain),
+    ("competency", "Competency (logits)", lambda v: _number(v, 2)),
+    ("flag_count", "Flags", _plain),
+)
+SORT_KEYS = {key for key, _, _ in COLUMNS}
+
+
+def _sort_value(stats: RaterStats, key: str) -> object:
+    if key == "flag_count":
+        return len(stats.flags)
+    value = getattr(stats, key)
+    return value.lower() if isinstance(value, str) else value
+
+
+def _with_competency(rows: list[RaterStats], analysis: CompetencyAnalysis | None) -> list[RaterStats]:
+    abilities = analysis.abilities if analysis is not None else {}
+    for row in rows:
+        row.competency = (abilities.get(str(row.profile_id)) or [None])[0]
+    return rows
+
+
+def _filtered_sorted(rows: list[RaterStats], params: dict) -> tuple[list[RaterStats], str]:
+    if params["state"]:
+        rows = [r for r in rows if r.state == params["state"]]
+    if params["flag"]:
+        rows = [r for r in rows if params["flag"] in r.flags]
+    if params["q"]:
+        rows = [r for r in rows if params["q"].lower() in r.username.lower()]
+    sort = params["sort"] if params["sort"].lstrip("-") in SORT_KEYS else "username"
+    key, descending = sort.lstrip("-"), sort.startswith("-")
+    present = [r for r in rows if _sort_value(r, key) is not None]
+    missing = [r for r in rows if _sort_value(r, key) is None]  # always last, either direction
+    present.sort(key=lambda r: (_sort_value(r, key), r.profile_id), reverse=descending)
+    return present + missing, sort
+
+
+def _headers(params: dict, sort: str) -> list[dict]:
+    headers = []
+    for key, label, _ in COLUMNS:
+        current = sort.lstrip("-") == key
+        descending = sort.startswith("-")
+        next_sort = f"-{key}" if current and not descending else key
+        query = {k: v for k, v in params.items() if v and k != "sort"} | {"sort": next_sort}
+        headers.append(
+            {
+                "label": label,
+                "url": "?" + urlencode(query),
+                "aria_sort": ("descending" if descending else "ascending") if current else "none",
+            }
+        )
+    return headers
+
+
+def _analysis_context() -> dict:
+    analysis = latest_analysis()
+    newest = CompetencyAnalysis.objects.order_by("-created_at", "-id").first()
+    return {
+        "analysis": analysis,
+        "analysis_newest": newest if newest is not None and newest != analysis else None,
+        "analysis_in_progress": newest is not None
+        and newest.status in (AnalysisStatus.PENDING, AnalysisStatus.RUNNING),
+        "paper_coef": PAPER_COEF_PER_10_PERCENT,
+        "paper_se": PAPER_SE_PER_10_PERCENT,
+        "every": settings.RATINGGAME_COMPETENCY_EVERY,
+        "p_value": _p_value(analysis.regression.get("p_value") if analysis is not None else None),
+    }
+
+
+def _p_value(p: float | None) -> str:
+    if p is None:
+        return "–"
+    return "< 0.0001" if p < 1e-4 else f"{p:.4f}"
+
+
+@staff_required
+@require_http_methods(["GET"])
+def dashboard(request: HttpRequest) -> HttpResponse:
+    analysis = latest_analysis()
+    params = {key: request.GET.get(key, "").strip() for key in ("state", "flag", "q", "sort")}
+    rows, sort = _filtered_sorted(_with_competency(rater_statistics(), analysis), params)
+    table = [
+        {
+            "stats": r,
+            "cells": [fmt(_sort_value(r, key) if key != "username" else r.username) for key, _, fmt in COLUMNS],
+            "flags": [(f, FLAG_LABELS[f]) for f in r.flags],
+        }
+        for r in rows
+    ]
+    context = {
+        "table": table,
+        "headers": _headers(params, sort),
+        "params": params,
+        "states": RaterState.choices,
+        "flags": [(f, FLAG_LABELS[f]) for f in FLAGS],
+        "thresholds": flag_thresholds(),
+        "open_disputes": Dispute.objects.filter(status=DisputeStatus.OPEN).count(),
+        **_analysis_context(),
+    }
+    return render(request, "annotators/staff/dashboard.html", context)
+
+
+@staff_required
+@require_http_methods(["GET"])
+def rater_detail(request: HttpRequest, profile_id: int) -> HttpResponse:
+    profile = get_object_or_404(RaterProfile.objects.select_related("user"), pk=profile_id)
+    analysis = latest_analysis()
+    stats = _with_competency(rater_statistics([profile.pk]), analysis)[0]
+    timeline = rater_timeline(profile)
+    rows = timeline.rows
+    svg = timeline_svg(
+        timeline.exact_share,
+        timeline.agreement_share,
+        rows.seconds,
+        rows.stage,
+        floor_seconds=journey.min_seconds(Pool.GAME),
+        window=timeline.window,
+        title=f"Agreement and speed of {profile.user.get_username()} over their ratings",
+    )
+    last = slice(-50, None)
+    ratings = Rating.objects.select_related("pair").in_bulk(rows.rating_id[last].tolist())
+    recent = [
+        {"rating": ratings[rid], "reference": None if not np.isfinite(ref) else int(ref), "seconds": secs}
+        for rid, ref, secs in zip(rows.rating_id[last].tolist(), rows.reference[last], rows.seconds[last], strict=True)
+    ][::-1]
+    ability = (analysis.abilities.get(str(profile.pk)) if analysis is not None else None) or [None, None]
+    context = {
+        "profile": profile,
+        "stats": stats,
+        "flags": [(f, FLAG_LABELS[f]) for f in stats.flags],
+        "rates": {
+            key: _percent(getattr(stats, key))
+            for key in ("exact_rate", "adjacent_rate", "lack_rate", "near_floor_share", "prime_equal_share")
+        },
+        "timeline_svg": svg,
+        "recent": recent,
+        "ability": ability,
+        "actions": profile.actions.select_related("actor")[:50],
+        "disputes": Dispute.objects.filter(rating__rater_id=profile.user_id).select_related("rating")[:50],
+        "rounds": profile.probation_rounds.all(),
+        "available": _available_actions(profile),
+    }
+    return render(request, "annotators/staff/rater.html", context)
+
+
+# action name -> (service, button label, explanation)
+ACTIONS = {
+    "suspend": (
+        staff_services.rater_suspend,
+        "Suspend",
+        "The rater can no longer rate until reinstated.",
+    ),
+    "reinstate": (
+        staff_services.rater_reinstate,
+        "Reinstate",
+        "The rater goes back to the state they had before the suspension.",
+    ),
+    "probation": (
+        staff_services.rater_send_to_probation,
+        "Send back to probation",
+        "The rater starts a new probation round of 20 expert-rated pairs; the game score is kept.",
+    ),
+}
+
+
+def _available_actions(profile: RaterProfile) -> list[dict]:
+    names = []
+    if profile.state != RaterState.SUSPENDED:
+        names.append("suspend")
+    else:
+        names.append("reinstate")
+    if profile.state in (RaterState.GAME, RaterState.SUSPENDED):
+        names.append("probation")
+    return [
+        {
+            "name": n,
+            "label": ACTIONS[n][1],
+            "help": ACTIONS[n][2],
+            "url": reverse(f"staff:rater_{n}", args=[profile.pk]),
+            "form": ReasonForm(auto_id=f"id_{n}_%s"),
+        }
+        for n in names
+    ]
+
+
+@staff_required
+@require_http_methods(["GET", "POST"])
+def rater_action(request: HttpRequest, profile_id: int, action: str) -> HttpResponse:
+    profile = get_object_or_404(RaterProfile.objects.select_related("user"), pk=profile_id)
+    service, label, help_text = ACTIONS[action]
+    form = ReasonForm(request.POST or None)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                service(profile=profile, actor=request.user, reason=form.cleaned_data["reason"])
+            except staff_services.ActionRefused as refused:
+                form.add_error(None, refused.message)
+            else:
+                messages.success(request, f"{label}: done for {profile.user.get_username()}.")
+                return redirect("staff:rater", profile_id=profile.pk)
+        status = 400
+    context = {"profile": profile, "form": form, "label": label, "help": help_text}
+    return render(request, "annotators/staff/rater_action.html", context, status=status)
+
+
+def _dispute_rows(disputes: list[Dispute]) -> list[dict]:
+    """Each dispute with the consensus of the OTHER raters now (one aggregate query for all)."""
+    pair_ids = {d.rating.pair_id for d in disputes}
+    aggregates = {
+        row["pair_id"]: (row["total"], row["count"])
+        for row in Rating.objects.counted()
+        .filter(pair_id__in=pair_ids)
+        .values("pair_id")
+        .annotate(total=Sum("value"), count=Count("id"))
+    }
+    rows = []
+    for dispute in disputes:
+        rating = dispute.rating
+        total, count = aggregates.get(rating.pair_id, (0, 0))
+        now = leave_one_out_consensus(
+            np.array([total]), np.array([count]), np.array([rating.value]), np.array([not rating.excluded])
+        )[0]
+        rows.append(
+            {
+                "dispute": dispute,
+                "consensus_now": None if not np.isfinite(now) else int(now),
+                "form": DisputeResolveForm(auto_id=f"id_dispute{dispute.pk}_%s"),
+            }
+        )
+    return rows
+
+
+@staff_required
+@require_http_methods(["GET"])
+def dispute_queue(request: HttpRequest) -> HttpResponse:
+    status = request.GET.get("status", DisputeStatus.OPEN)
+    if status not in DisputeStatus.values:
+        status = DisputeStatus.OPEN
+    disputes = list(
+        Dispute.objects.filter(status=status)
+        .select_related("rating__pair__image", "rating__rater__rater", "resolved_by")
+        .order_by("created_at" if status == DisputeStatus.OPEN else "-resolved_at")[:200]
+    )
+    context = {
+        "rows": _dispute_rows(disputes),
+        "status": status,
+        "statuses": DisputeStatus.choices,
+    }
+    return render(request, "annotators/staff/disputes.html", context)
+
+
+@staff_required
+@require_http_methods(["GET", "POST"])
+def dispute_resolve(request: HttpRequest, dispute_id: int) -> HttpResponse:
+    disputes = Dispute.objects.select_related("rating__pair__image", "rating__rater__rater")
+    dispute = get_object_or_404(disputes, pk=dispute_id)
+    form = DisputeResolveForm(request.POST or None)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                staff_services.dispute_resolve(
+                    dispute=dispute,
+                    actor=request.user,
+                    accept=form.cleaned_data["decision"] == "accept",
+                    note=form.cleaned_data["note"],
+                )
+            except staff_services.ActionRefused as refused:
+                form.add_error(None, refused.message)
+            else:
+                messages.success(request, f"Dispute {dispute.pk} resolved.")
+                return redirect("staff:disputes")
+        status = 400
+    context = {"row": _dispute_rows([dispute])[0], "form": form}
+    return render(request, "annotators/staff/dispute_resolve.html", context, status=status)
+
+
+@staff_required
+@require_http_methods(["GET", "POST"])
+def competency_refresh(request: HttpRequest) -> HttpResponse:
+    if request.method == "POST":
+        analysis = competency_refresh_request(requested_by=request.user)
+        analysis.refresh_from_db()  # with tasks inline it has already run
+        if analysis.status == AnalysisStatus.DONE:
+            messages.success(request, "The competency analysis has been refreshed.")
+        elif never_queued(analysis):
+            messages.error(
+                request,
+                "The competency analysis could not be started: the task broker is unreachable. "
+                "It will be asked again at the next periodic check, or refresh again later.",
+            )
+        elif analysis.status == AnalysisStatus.FAILED:
+            messages.error(request, f"The competency analysis failed: {analysis.error}")
+        else:
+            messages.info(request, "The competency analysis is running; reload the dashboard in a moment.")
+        return redirect(reverse("staff:dashboard") + "#competency")
+    return render(request, "annotators/staff/competency_refresh.html", _analysis_context())

@@ -1,0 +1,105 @@
+"""Writes for images and pairs (small services; the importer and admin call these)."""
+
+import logging
+
+from django.core.files.base import ContentFile
+from django.db import IntegrityError, transaction
+
+from ratinggame.models import CaptionPair, Image, Pool, PrimingStatus
+from ratinggame.pairs.images import CheckedImage
+
+log = logging.getLogger(__name__)
+
+
+def image_store(*, checked: CheckedImage, original_name: str = "", source: str = "") -> tuple[Image, bool]:
+    """Store an image once per content (sha256); return (image, created)."""
+    existing = Image.objects.filter(sha256=checked.sha256).first()
+    if existing is not None:
+        return existing, False
+    image = Image(
+        sha256=checked.sha256,
+        width=checked.width,
+        height=checked.height,
+        original_name=original_name[:255],
+        source=source[:200],
+    )
+    image.file.save(f"upload.{checked.extension}", ContentFile(checked.data), save=False)
+    try:
+        with transaction.atomic():
+            image.save()
+    except IntegrityError:
+        # Another writer stored the same content first: use theirs, drop our file copy.
+        image.file.delete(save=False)
+        return Image.objects.get(sha256=checked.sha256), False
+    return image, True
+
+
+def pair_create(
+    *,
+    image: Image,
+    caption: str,
+    source: str,
+    pool: str,
+    references: list[str] | None = None,
+    expert_rating: int | None = None,
+    explanation: str = "",
+    display_order: int = 0,
+) -> CaptionPair:
+    pair = CaptionPair.objects.create(
+        image=image,
+        caption=caption,
+        source=source,
+        pool=pool,
+        references=references or [],
+        expert_rating=expert_rating,
+        explanation=explanation,
+        display_order=display_order,
+        priming_status=priming_status_for_pool(pool),
+    )
+    return pair
+
+
+def priming_status_for_pool(pool: str) -> PrimingStatus:
+    """A new pair's priming status: game pairs wait for their two model primes (SPEC section 4);
+    tutorial and probation pairs are scored against their expert rating and are never primed."""
+    return PrimingStatus.PENDING if pool == Pool.GAME else PrimingStatus.NOT_NEEDED
+
+
+def pairs_created(pair_ids: list[int]) -> None:
+    """Hook run after new pairs are committed: game pairs are queued for model priming."""
+    from scoring.priming.queue import schedule_priming
+
+    transaction.on_commit(lambda: schedule_priming(pair_ids))
+
+
+def pair_pool_changed(*, pair_id: int) -> None:
+    """Bring the priming status in line after an edit moved a pair between pools.
+
+    A pair moved into the game that was never primed becomes pending and is queued; a pair
+    moved out of the game stops waiting for (or failing) priming. Primes already stored stay.
+    """
+    into_game = CaptionPair.objects.filter(pk=pair_id, pool=Pool.GAME, priming_status=PrimingStatus.NOT_NEEDED)
+    if into_game.update(priming_status=PrimingStatus.PENDING, priming_error="", priming_claimed_at=None):
+        pairs_created([pair_id])
+    waiting = [PrimingStatus.PENDING, PrimingStatus.FAILED]
+    out_of_game = CaptionPair.objects.filter(pk=pair_id, priming_status__in=waiting).exclude(pool=Pool.GAME)
+    out_of_game.update(priming_status=PrimingStatus.NOT_NEEDED, priming_error="")
+
+
+def pairs_priming_retry(*, pair_ids: list[int]) -> int:
+    """Queue priming again for the failed and pending game pairs among ``pair_ids``.
+
+    Failed pairs go back to pending (their error cleared) and every pending one is sent to
+    the GPU queue after the transaction commits. Returns how many pairs were queued.
+    """
+    with transaction.atomic():
+        CaptionPair.objects.filter(pk__in=pair_ids, pool=Pool.GAME, priming_status=PrimingStatus.FAILED).update(
+            priming_status=PrimingStatus.PENDING, priming_error="", priming_claimed_at=None
+        )
+        ids = list(
+            CaptionPair.objects.filter(
+                pk__in=pair_ids, pool=Pool.GAME, priming_status=PrimingStatus.PENDING
+            ).values_list("pk", flat=True)
+        )
+        pairs_created(ids)
+    return len(ids)

@@ -1,0 +1,208 @@
+"""What a dataset export holds, read from the database in a few bulk queries (no query per pair).
+
+Only game ratings of game pairs that are not excluded count (SPEC section 6): tutorial and
+probation ratings, excluded ratings (a failed qualification window, an admin's decision) and
+model primes (`scoring.ModelRating`) are never exported as ratings. A pair is exported when it
+has at least ``min_ratings`` such ratings. Raters appear under pseudonyms r001, r002, ... given
+in the order of their first exported rating: stable within an export, unrelated to usernames
+or user ids.
+"""
+
+import re
+import statistics
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from django.db.models import Count
+
+from annotators.models import ProbationRound, RaterProfile
+from ratinggame.models import CaptionPair, Pool, Rating
+from scoring.models import ModelRating
+
+Progress = Callable[[float, str], None]
+_CHUNK = 5000
+NO_REASON = "(no reason recorded)"
+
+
+@dataclass
+class ExportPair:
+    id: int
+    image_id: int
+    image_name: str  # storage name, e.g. images/ab/<sha256>.png
+    image_sha256: str
+    image_original_name: str
+    caption: str
+    source: str
+    ratings: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ExportRating:
+    pair_id: int
+    rater: str  # pseudonym
+    value: int
+    submitted_at: datetime
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ModelColumn:
+    metric: str
+    model_identity: str
+    stem: str  # column name stem: score__<stem>__raw / score__<stem>__calibrated
+
+
+@dataclass
+class ExportData:
+    pairs: list[ExportPair]
+    ratings: list[ExportRating]
+    model_columns: list[ModelColumn]
+    # (metric, model identity) -> pair id -> (raw score, calibrated rating)
+    model_scores: dict[tuple[str, str], dict[int, tuple[float, float]]]
+    counts: dict
+    # user id -> pseudonym of every exported rater (never written out; for joining per-rater data)
+    pseudonyms: dict[int, str] = field(default_factory=dict)
+
+
+def export_data_collect(*, min_ratings: int, progress: Progress | None = None) -> ExportData:
+    """Read the exportable pairs, their ratings and model scores, and the counts around them."""
+    report = progress or (lambda fraction, message: None)
+    rows = _valid_rating_rows(report)
+    per_pair: dict[int, list[int]] = defaultdict(list)
+    for pair_id, _, value, _, _ in rows:
+        per_pair[pair_id].append(value)
+    kept = {pair_id for pair_id, values in per_pair.items() if len(values) >= min_ratings}
+
+    report(0.8, "Reading pairs")
+    pairs, game_pairs = _pairs(kept, per_pair)
+    pseudonyms = _pseudonyms(rater_id for pair_id, rater_id, *_ in rows if pair_id in kept)
+    ratings = [
+        ExportRating(pair_id, pseudonyms[rater_id], value, submitted, (submitted - served).total_seconds())
+        for pair_id, rater_id, value, served, submitted in rows
+        if pair_id in kept
+    ]
+    report(0.9, "Reading model scores")
+    columns, scores = _model_scores(kept)
+    counts = {
+        "pairs": len(pairs),
+        "images": len({pair.image_id for pair in pairs}),
+        "ratings": len(ratings),
+        "raters": len(pseudonyms),
+        "game_pairs": game_pairs,
+        "pairs_left_out_too_few_ratings": game_pairs - len(pairs),
+        "ratings_on_left_out_pairs": len(rows) - len(ratings),
+        "excluded_ratings": _excluded_counts(),
+        "tutorial_and_probation_ratings": _stage_counts(),
+        "model_scores": sum(len(by_pair) for by_pair in scores.values()),
+        **_rater_background(pseudonyms),
+        **_timing(ratings),
+    }
+    report(1.0, "Read")
+    return ExportData(pairs, ratings, columns, scores, counts, pseudonyms)
+
+
+def _valid_rating_rows(report: Progress) -> list[tuple]:
+    valid = Rating.objects.counted().filter(pair__pool=Pool.GAME)
+    total = max(valid.count(), 1)
+    rows = []
+    fields = ("pair_id", "rater_id", "value", "served_at", "submitted_at")
+    query = valid.order_by("submitted_at", "id").values_list(*fields)
+    for index, row in enumerate(query.iterator(chunk_size=_CHUNK)):
+        if index % _CHUNK == 0:
+            report(0.7 * index / total, f"Reading ratings ({index} of {total})")
+        rows.append(row)
+    return rows
+
+
+def _pairs(kept: set[int], per_pair: dict[int, list[int]]) -> tuple[list[ExportPair], int]:
+    fields = ("id", "image_id", "image__file", "image__sha256", "image__original_name", "caption", "source")
+    pairs, game_pairs = [], 0
+    for row in CaptionPair.objects.game().order_by("id").values_list(*fields).iterator(chunk_size=_CHUNK):
+        game_pairs += 1
+        if row[0] in kept:
+            pairs.append(ExportPair(*row, ratings=per_pair[row[0]]))
+    return pairs, game_pairs
+
+
+def _pseudonyms(rater_ids) -> dict[int, str]:
+    order = list(dict.fromkeys(rater_ids))
+    width = max(3, len(str(len(order))))
+    return {rater_id: f"r{number:0{width}d}" for number, rater_id in enumerate(order, start=1)}
+
+
+def _model_scores(kept: set[int]) -> tuple[list[ModelColumn], dict]:
+    scores: dict[tuple[str, str], dict[int, tuple[float, float]]] = defaultdict(dict)
+    query = ModelRating.objects.filter(pair__pool=Pool.GAME).order_by("pair_id", "slot")
+    for pair_id, metric, identity, raw, value in query.values_list(
+        "pair_id", "metric", "model_identity", "raw_score", "value"
+    ).iterator(chunk_size=_CHUNK):
+        if pair_id in kept:
+            # Both primes of a pair may come from one model: the first slot's score stands for it.
+            scores[(metric, identity)].setdefault(pair_id, (raw, value))
+    columns, stems = [], set()
+    for metric, identity in sorted(scores):
+        stem = base = re.sub(r"[^a-z0-9]+", "_", f"{metric}_{identity}".lower()).strip("_") or "model"
+        suffix = 1
+        while stem in stems:  # two identities that differ only in punctuation
+            suffix += 1
+            stem = f"{base}_{suffix}"
+        stems.add(stem)
+        columns.append(ModelColumn(metric, identity, stem))
+    return columns, dict(scores)
+
+
+def _excluded_counts() -> dict:
+    query = (
+        Rating.objects.filter(stage=Pool.GAME, pair__pool=Pool.GAME, excluded=True)
+        .values_list("excluded_reason")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    by_reason: dict[str, int] = defaultdict(int)
+    for reason, n in query:
+        by_reason[reason.strip() or NO_REASON] += n
+    return {"total": sum(by_reason.values()), "by_reason": dict(sorted(by_reason.items()))}
+
+
+def _stage_counts() -> dict[str, int]:
+    query = Rating.objects.exclude(stage=Pool.GAME).values_list("stage").annotate(n=Count("id")).order_by()
+    found = dict(query)
+    return {stage: found.get(stage, 0) for stage in (Pool.TUTORIAL, Pool.PROBATION)}
+
+
+def _rater_background(pseudonyms: dict[int, str]) -> dict:
+    """How the exported raters entered the game: straight from the tutorial or through probation."""
+    tutorial_scores = [
+        score
+        for user_id, score in RaterProfile.objects.values_list("user_id", "tutorial_score").iterator()
+        if user_id in pseudonyms and score is not None
+    ]
+    on_probation = {
+        user_id
+        for user_id in ProbationRound.objects.values_list("profile__user_id", flat=True).distinct()
+        if user_id in pseudonyms
+    }
+    return {
+        "raters_through_probation": len(on_probation),
+        "raters_mean_tutorial_score": statistics.fmean(tutorial_scores) if tutorial_scores else None,
+    }
+
+
+def _timing(ratings: list[ExportRating]) -> dict:
+    if not ratings:
+        keys = ("seconds_per_rating_mean", "seconds_per_rating_median", "first_rating", "last_rating")
+        return dict.fromkeys(keys)
+    seconds = [rating.seconds for rating in ratings]
+    return {
+        "seconds_per_rating_mean": statistics.fmean(seconds),
+        "seconds_per_rating_median": statistics.median(seconds),
+        "first_rating": iso_utc(min(rating.submitted_at for rating in ratings)),
+        "last_rating": iso_utc(max(rating.submitted_at for rating in ratings)),
+    }
+
+
+def iso_utc(moment: datetime) -> str:
+    """ISO-8601 in UTC with milliseconds and a Z: 2024-05-01T12:00:03.250Z."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

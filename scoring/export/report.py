@@ -1,0 +1,115 @@
+"""report.html and datasheet.md of an export, rendered from its statistics (templates/scoring/export/)."""
+
+from django.conf import settings
+from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
+
+from annotators import journey
+from annotators.scale import LEVELS
+from ratinggame.models import Pool
+from scoring.export.figures import distribution_bars_svg, source_shares_svg
+from scoring.export.stats import AGREEMENT_ROWS, PAPER_TABLE3
+
+
+def _figure(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _p_value(p: float | None) -> str:
+    if p is None:
+        return "—"
+    return "< 0.0001" if p < 1e-4 else f"{p:.4f}"
+
+
+def _competency(statistics: dict) -> dict:
+    """The report's view of statistics["competency"]: the regression formatted, rater rows."""
+    competency = statistics.get("competency") or {"available": False, "note": ""}
+    regression = competency.get("regression") or {}
+    paper = competency.get("paper_regression") or {}
+    coef = regression.get("coef_per_10_percent")
+    row = None
+    if coef is not None:
+        p = _p_value(regression.get("p_value"))
+        row = {
+            "coef": f"{coef:+.3f}",
+            "se": _figure(regression.get("se_per_10_percent"), 3),
+            "p": p,
+            "p_text": f"p {p}" if p.startswith("<") else f"p = {p}",
+            "n": regression.get("n"),
+        }
+    return {
+        **competency,
+        "regression_row": row,
+        "paper_coef": f"{paper.get('coef_per_10_percent', 0.17):+.2f}",
+        "paper_se": f"{paper.get('se_per_10_percent', 0.03):.2f}",
+        "raters_rows": [
+            {"rater": rater["rater"], "competency": _figure(rater["competency"], 2), "se": _figure(rater["se"], 2)}
+            for rater in competency.get("raters", [])
+        ],
+    }
+
+
+def _context(statistics: dict) -> dict:
+    agreement = statistics.get("agreement") or {}
+    rows = []
+    for key, label in AGREEMENT_ROWS:
+        found = agreement.get(key) or {}
+        rows.append(
+            {
+                "label": label,
+                "mean": _figure(found.get("mean")),
+                "sd": "" if found.get("sd") is None else f"{found['sd']:.2f}",
+                "vicr": _figure(PAPER_TABLE3["VICR"].get(key)),
+                "flickr": _figure(PAPER_TABLE3["Flickr8k-Expert"].get(key)),
+            }
+        )
+    distribution = statistics["rating_distribution"]
+    total = sum(distribution.values())
+    sources = [
+        {"source": source, "counts": list(counts.values()), "total": sum(counts.values())}
+        for source, counts in statistics["source_distributions"].items()
+    ]
+    correlations = [{**row, "tau_text": _figure(row["tau_c"])} for row in statistics["metric_correlations"]]
+    game = settings.RATINGGAME
+    return {
+        "statistics": statistics,
+        "counts": statistics["counts"],
+        "parameters": statistics["parameters"],
+        "agreement_rows": rows,
+        "agreement": agreement,
+        "agreement_note": statistics.get("agreement_note", ""),
+        "distribution_rows": [
+            {"level": level, "count": count, "share": f"{count / total:.1%}" if total else "—"}
+            for level, count in distribution.items()
+        ],
+        "source_rows": sources,
+        "correlations": correlations,
+        "distribution_svg": mark_safe(  # noqa: S308 - built from escaped text in export_figures
+            distribution_bars_svg(distribution, figure_id="fig-distribution", title="Rating distribution")
+        ),
+        "sources_svg": mark_safe(  # noqa: S308 - built from escaped text in export_figures
+            source_shares_svg(
+                statistics["source_distributions"], figure_id="fig-sources", title="Rating distribution per source"
+            )
+        ),
+        "competency": _competency(statistics),
+        "scale_levels": LEVELS,
+        "min_seconds": journey.min_seconds(Pool.GAME),
+        "priming_model": game.get("PRIMING_MODEL") or "",
+    }
+
+
+def report_render(statistics: dict, *, wright_map_svg: str = "") -> str:
+    """The self-contained HTML report: tables, inline SVG figures, the paper's Table 3 beside ours.
+
+    ``wright_map_svg``: the competency analysis's Wright map (``annotators.competency.wright_map``, built
+    from escaped text), shown inline when given.
+    """
+    context = _context(statistics)
+    context["wright_map_svg"] = mark_safe(wright_map_svg)  # noqa: S308 - escaped in annotators.competency.wright_map
+    return render_to_string("scoring/export/report.html", context)
+
+
+def datasheet_render(statistics: dict) -> str:
+    """datasheet.md: how the data was collected, what the files hold, and what was left out."""
+    return render_to_string("scoring/export/datasheet.md", _context(statistics))
