@@ -3,8 +3,17 @@
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 
+from annotators.competency.jobs import (
+    competency_analysis_fail,
+    competency_analysis_run,
+    competency_refresh_due,
+    competency_refresh_request,
+)
+from ratinggame.background import BackgroundTask
+
 
 @shared_task(
+    base=BackgroundTask,
     name="annotators.tasks.refresh_competency",
     acks_late=True,
     soft_time_limit=15 * 60,
@@ -12,19 +21,15 @@ from celery.exceptions import SoftTimeLimitExceeded
 )
 def refresh_competency(analysis_id: int) -> str:
     """Run the PENDING CompetencyAnalysis ``analysis_id`` (idempotent: claimed by a conditional UPDATE)."""
-    from annotators.competency.jobs import competency_analysis_fail, competency_analysis_run
-
     try:
         return competency_analysis_run(analysis_id=analysis_id)
     except SoftTimeLimitExceeded:
         return competency_analysis_fail(analysis_id=analysis_id, error="stopped: over the time limit")
 
 
-@shared_task(name="annotators.tasks.maybe_refresh_competency", acks_late=True, time_limit=60)
+@shared_task(base=BackgroundTask, name="annotators.tasks.maybe_refresh_competency", acks_late=True, time_limit=60)
 def maybe_refresh_competency() -> int | None:
     """Periodic, cheap: request an analysis once RATINGGAME_COMPETENCY_EVERY new game ratings arrived."""
-    from annotators.competency.jobs import competency_refresh_due, competency_refresh_request
-
     if not competency_refresh_due():
         return None
     return competency_refresh_request().pk

@@ -134,14 +134,15 @@ class CaptionPairAdmin(admin.ModelAdmin):
             # by the game and the priming worker under row locks, and the values this form
             # loaded may already be stale.
             obj.save(update_fields=CaptionPairForm.Meta.fields)
-            if "pool" in form.changed_data:
-                pair_pool_changed(pair_id=obj.pk)
+            if "pool" in form.changed_data and (note := pair_pool_changed(pair_id=obj.pk)):
+                self.message_user(request, f"Priming: {note}.", messages.WARNING)
             return
         # The importer's service: same priming status (not needed outside the game), same queueing.
         pair = pair_create(**{field: form.cleaned_data[field] for field in CaptionPairForm.Meta.fields})
         obj.pk = pair.pk
         obj.__dict__.update(pair.__dict__)
-        pairs_created([pair.pk])
+        if note := pairs_created([pair.pk]):
+            self.message_user(request, f"Priming: {note}.", messages.WARNING)
 
     @admin.display(description="Image")
     def preview(self, obj):
@@ -158,11 +159,13 @@ class CaptionPairAdmin(admin.ModelAdmin):
     @admin.action(description="Retry priming of the selected failed (or waiting) game pairs")
     def retry_priming(self, request, queryset):
         selected = list(queryset.values_list("pk", flat=True))
-        queued = pairs_priming_retry(pair_ids=selected)
+        queued, note = pairs_priming_retry(pair_ids=selected)
         left = len(selected) - queued
         message = f"{queued} pair(s) queued for priming."
         if left:
             message += f" {left} left alone (already primed or running, or not game pairs)."
+        if note:
+            message += f" {note}."
         self.message_user(request, message, messages.SUCCESS if queued else messages.WARNING)
 
 

@@ -228,8 +228,6 @@ CELERY_BROKER_URL = _BROKER_FROM_ENV or "memory://"
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or None
 CELERY_TASK_DEFAULT_QUEUE = "default"
-# Task modules that autodiscovery (which imports only `<app>.tasks`) would not find.
-CELERY_IMPORTS = ("scoring.tasks_export",)
 CELERY_TASK_QUEUES_NAMES = ("default", "gpu")
 CELERY_TASK_ROUTES = {
     "scoring.tasks.prime_pairs": {"queue": "gpu"},

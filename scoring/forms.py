@@ -1,6 +1,7 @@
 from django import forms
 
-from scoring.export.files import FORMATS
+from ratinggame.models import MIN_HUMAN_RATINGS
+from scoring.export.formats import DEFAULT_FORMATS, WRITERS
 
 
 class ExportForm(forms.Form):
@@ -8,16 +9,16 @@ class ExportForm(forms.Form):
         label="Minimum ratings per pair",
         min_value=1,
         max_value=100,
-        initial=3,
-        help_text="The validated dataset uses 3 (SPEC section 6).",
+        initial=MIN_HUMAN_RATINGS,
+        help_text=f"The validated dataset uses {MIN_HUMAN_RATINGS} (SPEC section 6).",
     )
     seed = forms.IntegerField(
         label="Seed", min_value=0, max_value=2**31 - 1, initial=0, help_text="Seeds the split and the virtual raters."
     )
     formats = forms.MultipleChoiceField(
         label="Table formats",
-        choices=[(name, name) for name in FORMATS],
-        initial=["csv", "jsonl"],
+        choices=[(name, writer.label) for name, writer in WRITERS.items()],
+        initial=list(DEFAULT_FORMATS),
         widget=forms.CheckboxSelectMultiple,
     )
     with_images = forms.BooleanField(label="Include the image files", required=False)

@@ -1,7 +1,8 @@
 """Celery tasks of the scoring app. Model code (torch, open_clip) is imported inside tasks only.
 
-prime_pairs and train_predictor run on the `gpu` queue (CELERY_TASK_ROUTES); the sweep and
-the calibration refit on `default`.
+prime_pairs and train_predictor run on the `gpu` queue (CELERY_TASK_ROUTES) and never inside
+the web process (``inline_when_eager = False``); the sweep, the calibration refit and the
+dataset export on `default`. Every task is sent with ``ratinggame.background.BackgroundTask``.
 """
 
 import logging
@@ -11,6 +12,9 @@ from celery import shared_task
 from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
+from ratinggame.background import BackgroundTask
+from scoring.export.jobs import TIME_LIMIT_SECONDS, export_job_execute
+
 log = logging.getLogger(__name__)
 
 PRIME_SOFT_TIME_LIMIT = 600
@@ -19,7 +23,14 @@ MESSAGE_CHUNK = 256  # pairs per message: a large import is split so each task f
 SWEEP_LIMIT = 20_000
 
 
+class GpuTask(BackgroundTask):
+    """Model work: never run inside the web process (it would import torch there)."""
+
+    inline_when_eager = False
+
+
 @shared_task(
+    base=GpuTask,
     name="scoring.tasks.prime_pairs",
     acks_late=True,
     reject_on_worker_lost=True,
@@ -42,7 +53,7 @@ def prime_pairs(pair_ids: list[int]) -> dict:
     return run_priming(pair_ids)
 
 
-@shared_task(name="scoring.tasks.sweep_pending_priming", acks_late=True)
+@shared_task(base=BackgroundTask, name="scoring.tasks.sweep_pending_priming", acks_late=True)
 def sweep_pending_priming() -> int:
     """Re-queue game pairs left pending or with a stale running claim.
 
@@ -74,14 +85,20 @@ def sweep_pending_priming() -> int:
     return len(ids)
 
 
-@shared_task(name="scoring.tasks.refit_calibrations")
+@shared_task(base=BackgroundTask, name="scoring.tasks.refit_calibrations")
 def refit_calibrations() -> list[int]:
     from scoring.priming.calibration_service import refit_all
 
     return [c.pk for c in refit_all()]
 
 
-@shared_task(name="scoring.tasks.train_predictor", acks_late=True, soft_time_limit=3 * 3600, time_limit=3 * 3600 + 60)
+@shared_task(
+    base=GpuTask,
+    name="scoring.tasks.train_predictor",
+    acks_late=True,
+    soft_time_limit=3 * 3600,
+    time_limit=3 * 3600 + 60,
+)
 def train_predictor() -> dict:
     from scoring.priming.model_vicr import train_from_db
 
@@ -91,3 +108,16 @@ def train_predictor() -> dict:
         log.info("predictor not trained: %s", exc)
         return {"trained": False, "reason": str(exc)}
     return {"trained": True, "run": run.pk, "active": run.active, "metrics": run.metrics}
+
+
+@shared_task(
+    base=BackgroundTask,
+    name="scoring.tasks.export_job_run",
+    queue="default",
+    acks_late=True,
+    soft_time_limit=TIME_LIMIT_SECONDS - 5 * 60,
+    time_limit=TIME_LIMIT_SECONDS,
+)
+def export_job_run(job_id: int) -> str:
+    """Build the export of job ``job_id`` and zip it; idempotent (a job runs once)."""
+    return export_job_execute(job_id)

@@ -25,13 +25,14 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from django.db.models import Count
 
 from annotators.competency.flags import load_rating_rows
 from annotators.competency.pcm import fit_pcm, latent_regression, rubric_scores, thurstonian_thresholds
 from annotators.competency.wright_map import wright_map_svg
 from annotators.journey import TUTORIAL_SIZE
 from annotators.models import RaterProfile
-from ratinggame.models import CaptionPair, Pool, Rating
+from ratinggame.models import MIN_HUMAN_RATINGS, CaptionPair, Pool, Rating, counted_ratings
 
 TUTORIAL_MAX_POINTS = 2 * TUTORIAL_SIZE
 PAPER_COEF_PER_10_PERCENT = 0.17
@@ -49,7 +50,12 @@ class ResponseMatrix:
 
 def build_responses() -> ResponseMatrix:
     """The raters x items rubric scores (see the module docstring for the choice of items)."""
-    game_items = set(CaptionPair.objects.validated().values_list("id", flat=True))
+    game_items = set(
+        CaptionPair.objects.game()
+        .annotate(n=Count("ratings", filter=counted_ratings("ratings__")))
+        .filter(n__gte=MIN_HUMAN_RATINGS)
+        .values_list("id", flat=True)
+    )
     rows = load_rating_rows()
     # Rows are in (rater, submitted_at, id) order, so the first of a (rater, pair) is its first rating.
     keep = np.where(rows.is_game, np.isin(rows.pair_id, list(game_items)), True) & np.isfinite(rows.reference)

@@ -3,9 +3,9 @@
 A request stores a PENDING ``CompetencyAnalysis`` and dispatches ``annotators.tasks.
 refresh_competency`` with its primary key once the transaction commits. The task claims the
 row with a conditional UPDATE (PENDING -> RUNNING), so a redelivered message (acks_late)
-never runs it twice. Requests come from the staff dashboard and from the periodic
-``maybe_refresh_competency`` check, which asks for a run once RATINGGAME_COMPETENCY_EVERY
-game ratings arrived since the last one.
+never runs it twice (``ratinggame.background.TrackedJobs``). Requests come from the staff
+dashboard and from the periodic ``maybe_refresh_competency`` check, which asks for a run once
+RATINGGAME_COMPETENCY_EVERY game ratings arrived since the last one.
 
 When the broker cannot take the message (Redis down), the request still succeeds: the
 analysis is marked FAILED at once with a "could not queue" error (it never started, so its
@@ -18,9 +18,6 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
-from django.utils import timezone
-from kombu.exceptions import OperationalError as BrokerError
 
 from annotators.competency.analysis import (
     PAPER_COEF_PER_10_PERCENT,
@@ -29,14 +26,21 @@ from annotators.competency.analysis import (
     run_analysis,
 )
 from annotators.models import AnalysisStatus, CompetencyAnalysis
+from ratinggame.background import TrackedJobs, dispatch
 
 logger = logging.getLogger(__name__)
 
 # An analysis PENDING (since its request) or RUNNING (since its start) longer than this is taken
 # as lost (worker killed) and no longer blocks a new request.
 STALE_AFTER = timedelta(hours=1)
-
-QUEUE_ERROR = "Could not queue the analysis (the task broker did not answer)"
+JOBS = TrackedJobs(
+    CompetencyAnalysis,
+    queued=AnalysisStatus.PENDING,
+    running=AnalysisStatus.RUNNING,
+    done=AnalysisStatus.DONE,
+    failed=AnalysisStatus.FAILED,
+    stale_after=STALE_AFTER,
+)
 
 
 def competency_refresh_request(*, requested_by=None) -> CompetencyAnalysis:
@@ -44,39 +48,19 @@ def competency_refresh_request(*, requested_by=None) -> CompetencyAnalysis:
 
     Never raises for a broker that is down: see the module docstring.
     """
-    cutoff = timezone.now() - STALE_AFTER
     with transaction.atomic():
-        in_progress = (
-            CompetencyAnalysis.objects.select_for_update()
-            .filter(
-                # Waiting counts from the request, running from the start (a run that waited
-                # long in the queue is not stale as soon as it starts).
-                Q(status=AnalysisStatus.PENDING, created_at__gte=cutoff)
-                | Q(status=AnalysisStatus.RUNNING, started_at__gte=cutoff)
-            )
-            .first()
-        )
+        in_progress = CompetencyAnalysis.objects.select_for_update().filter(JOBS.in_progress()).first()
         if in_progress is not None:
             return in_progress
         analysis = CompetencyAnalysis.objects.create(requested_by=requested_by, game_ratings_count=game_ratings_count())
-        transaction.on_commit(lambda: _send(analysis.pk))
-    return analysis
-
-
-def _send(analysis_id: int) -> None:
-    from annotators.tasks import refresh_competency
-
-    try:
-        refresh_competency.delay(analysis_id)
-    except (BrokerError, OSError) as error:
-        # Broker unreachable: say so on the analysis (the dashboard shows it) instead of failing
-        # the request or leaving a PENDING row that would block new requests for STALE_AFTER.
-        logger.exception("could not queue competency analysis %s", analysis_id)
-        CompetencyAnalysis.objects.filter(pk=analysis_id, status=AnalysisStatus.PENDING).update(
-            status=AnalysisStatus.FAILED,
-            error=f"{QUEUE_ERROR}: {type(error).__name__}: {error}. It is asked again at the next periodic check.",
-            finished_at=timezone.now(),
+        dispatch(
+            "annotators.tasks.refresh_competency",
+            analysis.pk,
+            on_not_queued=lambda reason: JOBS.not_queued(
+                analysis.pk, "the analysis", f"{reason}. It is asked again at the next periodic check"
+            ),
         )
+    return analysis
 
 
 def competency_refresh_due() -> bool:
@@ -93,15 +77,12 @@ def competency_refresh_due() -> bool:
 
 def never_queued(analysis: CompetencyAnalysis) -> bool:
     """A FAILED analysis that never started: its message never reached the broker."""
-    return analysis.status == AnalysisStatus.FAILED and analysis.started_at is None
+    return JOBS.never_queued(analysis)
 
 
 def competency_analysis_run(*, analysis_id: int) -> str:
     """Run a PENDING analysis; returns its final status ("skipped" when another worker has it)."""
-    claimed = CompetencyAnalysis.objects.filter(pk=analysis_id, status=AnalysisStatus.PENDING).update(
-        status=AnalysisStatus.RUNNING, started_at=timezone.now()
-    )
-    if not claimed:
+    if not JOBS.claim(analysis_id):
         return "skipped"
     try:
         fields = run_analysis()
@@ -109,17 +90,11 @@ def competency_analysis_run(*, analysis_id: int) -> str:
         # A data problem (too few ratings, one category only) is a result to show, not a retry.
         logger.warning("competency analysis %s failed: %s", analysis_id, error)
         return competency_analysis_fail(analysis_id=analysis_id, error=str(error))
-    CompetencyAnalysis.objects.filter(pk=analysis_id).update(
-        status=AnalysisStatus.DONE, finished_at=timezone.now(), error="", **fields
-    )
-    return AnalysisStatus.DONE
+    return JOBS.finish(analysis_id, **fields)
 
 
 def competency_analysis_fail(*, analysis_id: int, error: str) -> str:
-    CompetencyAnalysis.objects.filter(pk=analysis_id, status=AnalysisStatus.RUNNING).update(
-        status=AnalysisStatus.FAILED, error=error, finished_at=timezone.now()
-    )
-    return AnalysisStatus.FAILED
+    return JOBS.fail(analysis_id, error)
 
 
 def latest_analysis() -> CompetencyAnalysis | None:

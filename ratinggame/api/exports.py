@@ -1,7 +1,7 @@
 """Dataset export jobs for researchers: start one, follow its status, download its zip.
 
 The jobs are the research pages' (``scoring.export.jobs``): started with ``export_job_start``
-(run by the ``scoring.tasks_export.export_job_run`` Celery task on the default queue), their
+(run by the ``scoring.tasks.export_job_run`` Celery task on the default queue), their
 parameters checked by the research page's own form (``scoring.forms.ExportForm``), their
 archive found by ``export_job_archive_path`` (only inside MEDIA_ROOT/exports).
 """
@@ -17,7 +17,8 @@ from rest_framework.views import APIView
 
 from ratinggame.api.errors import Conflict, ErrorSerializer
 from ratinggame.api.permissions import IsResearcher
-from scoring.export.files import FORMATS
+from ratinggame.models import MIN_HUMAN_RATINGS
+from scoring.export.formats import DEFAULT_FORMATS, FORMATS
 from scoring.export.jobs import export_job_archive_path, export_job_start
 from scoring.forms import ExportForm
 from scoring.models import ExportJob
@@ -28,10 +29,10 @@ TAG = "exports"
 class ExportStartSerializer(serializers.Serializer):
     """The research page's export form, as JSON (the form checks it)."""
 
-    min_ratings = serializers.IntegerField(min_value=1, max_value=100, default=3)
+    min_ratings = serializers.IntegerField(min_value=1, max_value=100, default=MIN_HUMAN_RATINGS)
     seed = serializers.IntegerField(min_value=0, max_value=2**31 - 1, default=0)
     formats = serializers.ListField(
-        child=serializers.ChoiceField(choices=FORMATS), min_length=1, default=lambda: ["csv", "jsonl"]
+        child=serializers.ChoiceField(choices=FORMATS), min_length=1, default=lambda: list(DEFAULT_FORMATS)
     )
     with_images = serializers.BooleanField(default=False)
 

@@ -153,6 +153,9 @@ class ImportReportSerializer(serializers.Serializer):
     images_created = serializers.IntegerField()
     images_reused = serializers.IntegerField()
     pair_ids = serializers.ListField(child=serializers.IntegerField())
+    priming_note = serializers.CharField(
+        allow_blank=True, help_text="Why the new game pairs wait for model priming, and how to start it; empty: queued."
+    )
     dry_run = serializers.BooleanField()
     written = serializers.BooleanField()
 

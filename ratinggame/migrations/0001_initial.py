@@ -157,9 +157,7 @@ class Migration(migrations.Migration):
                 (
                     "assignment",
                     models.OneToOneField(
-                        on_delete=django.db.models.deletion.PROTECT,
-                        related_name="rating",
-                        to="ratinggame.game.assignment",
+                        on_delete=django.db.models.deletion.PROTECT, related_name="rating", to="ratinggame.assignment"
                     ),
                 ),
                 (

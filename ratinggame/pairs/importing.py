@@ -68,6 +68,8 @@ class ImportReport:
     images_created: int = 0
     images_reused: int = 0
     pair_ids: list[int] = field(default_factory=list)
+    # Why the new game pairs wait for their model primes, when no worker gets them ("": queued).
+    priming_note: str = ""
     errors: list[RowError] = field(default_factory=list)
     dry_run: bool = False
     written: bool = False
@@ -340,4 +342,4 @@ def _write_rows(valid: list[ValidRow], report: ImportReport, stored_files: list,
         )
         report.pair_ids.append(pair.pk)
     report.pairs_created = len(report.pair_ids)
-    pairs_created(report.pair_ids)
+    report.priming_note = pairs_created(report.pair_ids)

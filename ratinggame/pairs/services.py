@@ -7,6 +7,7 @@ from django.db import IntegrityError, transaction
 
 from ratinggame.models import CaptionPair, Image, Pool, PrimingStatus
 from ratinggame.pairs.images import CheckedImage
+from scoring.priming.queue import priming_request
 
 log = logging.getLogger(__name__)
 
@@ -65,32 +66,37 @@ def priming_status_for_pool(pool: str) -> PrimingStatus:
     return PrimingStatus.PENDING if pool == Pool.GAME else PrimingStatus.NOT_NEEDED
 
 
-def pairs_created(pair_ids: list[int]) -> None:
-    """Hook run after new pairs are committed: game pairs are queued for model priming."""
-    from scoring.priming.queue import schedule_priming
+def pairs_created(pair_ids: list[int]) -> str:
+    """New or re-pooled pairs: the game pairs among them are queued for model priming after commit.
 
-    transaction.on_commit(lambda: schedule_priming(pair_ids))
+    Returns "" when a worker gets them, else a note that says why they wait and how to prime them.
+    """
+    return priming_request(pair_ids)
 
 
-def pair_pool_changed(*, pair_id: int) -> None:
+def pair_pool_changed(*, pair_id: int) -> str:
     """Bring the priming status in line after an edit moved a pair between pools.
 
     A pair moved into the game that was never primed becomes pending and is queued; a pair
     moved out of the game stops waiting for (or failing) priming. Primes already stored stay.
+    Returns the note of ``pairs_created`` ("" when nothing waits).
     """
+    note = ""
     into_game = CaptionPair.objects.filter(pk=pair_id, pool=Pool.GAME, priming_status=PrimingStatus.NOT_NEEDED)
     if into_game.update(priming_status=PrimingStatus.PENDING, priming_error="", priming_claimed_at=None):
-        pairs_created([pair_id])
+        note = pairs_created([pair_id])
     waiting = [PrimingStatus.PENDING, PrimingStatus.FAILED]
     out_of_game = CaptionPair.objects.filter(pk=pair_id, priming_status__in=waiting).exclude(pool=Pool.GAME)
     out_of_game.update(priming_status=PrimingStatus.NOT_NEEDED, priming_error="")
+    return note
 
 
-def pairs_priming_retry(*, pair_ids: list[int]) -> int:
+def pairs_priming_retry(*, pair_ids: list[int]) -> tuple[int, str]:
     """Queue priming again for the failed and pending game pairs among ``pair_ids``.
 
     Failed pairs go back to pending (their error cleared) and every pending one is sent to
-    the GPU queue after the transaction commits. Returns how many pairs were queued.
+    the GPU queue after the transaction commits. Returns how many pairs were queued, and the
+    note of ``pairs_created`` ("" when a worker gets them).
     """
     with transaction.atomic():
         CaptionPair.objects.filter(pk__in=pair_ids, pool=Pool.GAME, priming_status=PrimingStatus.FAILED).update(
@@ -101,5 +107,5 @@ def pairs_priming_retry(*, pair_ids: list[int]) -> int:
                 pk__in=pair_ids, pool=Pool.GAME, priming_status=PrimingStatus.PENDING
             ).values_list("pk", flat=True)
         )
-        pairs_created(ids)
-    return len(ids)
+        note = pairs_created(ids)
+    return len(ids), note

@@ -13,7 +13,7 @@
 - ``manifest.json``: parameters, code version, counts and the sha256 of every other file;
 - ``images/`` with ``with_images``.
 
-The management command `export_dataset` and the Celery task `scoring.tasks_export` both call it.
+The management command `export_dataset` and the Celery task `scoring.tasks.export_job_run` both call it.
 """
 
 import json
@@ -26,9 +26,11 @@ from pathlib import Path
 from django.conf import settings
 from django.core.files.storage import default_storage
 
+from ratinggame.models import MIN_HUMAN_RATINGS
 from scoring.agreement import virtual_rater_report
 from scoring.export.data import ExportData, Progress, export_data_collect, iso_utc
-from scoring.export.files import FORMATS, file_sha256, folder_files, formats_parse, table_write
+from scoring.export.files import file_sha256, folder_files
+from scoring.export.formats import DEFAULT_FORMATS, FORMATS, formats_parse, table_write
 from scoring.export.report import datasheet_render, report_render
 from scoring.export.stats import (
     PAPER_TABLE3,
@@ -68,9 +70,9 @@ RATING_COLUMNS = (
 def export_build(
     *,
     out_dir: str | Path,
-    min_ratings: int = 3,
+    min_ratings: int = MIN_HUMAN_RATINGS,
     seed: int = 0,
-    formats: Sequence[str] = ("csv", "jsonl"),
+    formats: Sequence[str] = DEFAULT_FORMATS,
     with_images: bool = False,
     progress: Progress | None = None,
     samples: int = SAMPLES,

@@ -1,8 +1,9 @@
 """Dataset exports as tracked jobs (ExportJob): start one, run it, find its archive.
 
 A job is started by a researcher (page or API), runs in a Celery worker on the default queue
-(`scoring.tasks_export.export_job_run`), writes its progress on the job row, and ends with a
-zip at MEDIA_ROOT/exports/<job id>.zip, served only through a permission-checked view.
+(``scoring.tasks.export_job_run``), writes its progress on the job row, and ends with a zip at
+MEDIA_ROOT/exports/<job id>.zip, served only through a permission-checked view. Its life
+(claim, progress, end, a broker that did not answer) is ``ratinggame.background.TrackedJobs``.
 """
 
 import logging
@@ -12,23 +13,36 @@ from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Q
-from django.utils import timezone
 
+from ratinggame.background import TrackedJobs, dispatch
+from ratinggame.models import MIN_HUMAN_RATINGS
 from scoring.export.bundle import export_build
-from scoring.export.files import folder_zip, formats_parse
+from scoring.export.files import folder_zip
+from scoring.export.formats import DEFAULT_FORMATS, formats_parse
 from scoring.models import ExportJob
-from scoring.tasks_export import TIME_LIMIT_SECONDS, export_job_run
 
 log = logging.getLogger(__name__)
 
 EXPORT_DIR = "exports"
-_PROGRESS_STEP = 0.01  # write progress to the database at most every 1%
+# Hard limit of the export task; a job still "running" this long after it started lost its worker.
+TIME_LIMIT_SECONDS = 2 * 60 * 60
+JOBS = TrackedJobs(
+    ExportJob,
+    queued=ExportJob.Status.QUEUED,
+    running=ExportJob.Status.RUNNING,
+    done=ExportJob.Status.DONE,
+    failed=ExportJob.Status.FAILED,
+    stale_after=timedelta(seconds=TIME_LIMIT_SECONDS),
+)
 
 
 def export_job_start(
-    *, created_by, min_ratings: int = 3, seed: int = 0, formats=("csv", "jsonl"), with_images: bool = False
+    *,
+    created_by,
+    min_ratings: int = MIN_HUMAN_RATINGS,
+    seed: int = 0,
+    formats=DEFAULT_FORMATS,
+    with_images: bool = False,
 ) -> ExportJob:
     """Create a queued job and send it to the worker once the transaction commits."""
     params = {
@@ -40,23 +54,12 @@ def export_job_start(
     if params["min_ratings"] < 1:
         raise ValueError("min_ratings must be at least 1")
     job = ExportJob.objects.create(created_by=created_by, params=params, progress_message="Queued")
-
-    transaction.on_commit(lambda: _send(job.pk))
+    dispatch(
+        "scoring.tasks.export_job_run",
+        job.pk,
+        on_not_queued=lambda reason: JOBS.not_queued(job.pk, "the export", reason, progress_message="Failed"),
+    )
     return job
-
-
-def _send(job_id: int) -> None:
-    try:
-        export_job_run.delay(job_id)
-    except Exception as error:
-        # Broker unreachable: say so on the job (the page shows it) instead of failing the request.
-        log.exception("could not queue export job %s", job_id)
-        ExportJob.objects.filter(pk=job_id, status=ExportJob.Status.QUEUED).update(
-            status=ExportJob.Status.FAILED,
-            error=f"Could not queue the export: {type(error).__name__}: {error}",
-            progress_message="Failed",
-            finished_at=timezone.now(),
-        )
 
 
 def export_job_archive_path(job: ExportJob) -> Path | None:
@@ -72,7 +75,7 @@ def export_job_archive_path(job: ExportJob) -> Path | None:
 
 def export_job_execute(job_id: int) -> str:
     """Run one job: claim it, build the bundle, zip it; returns the final status (or "skipped")."""
-    if not _claim(job_id):
+    if not JOBS.claim(job_id, progress=0.0, progress_message="Starting", error=""):
         log.info("export job %s is not queued (or is running elsewhere): skipped", job_id)
         return "skipped"
     job = ExportJob.objects.get(pk=job_id)
@@ -80,15 +83,15 @@ def export_job_execute(job_id: int) -> str:
     build = exports / f".build-{job_id}"
     archive = exports / f"{job_id}.zip"
     partial = exports / f"{job_id}.zip.part"
-    reporter = _ProgressWriter(job_id)
+    reporter = JOBS.progress_writer(job_id)
     try:
         shutil.rmtree(build, ignore_errors=True)
         params = job.params
         counts = export_build(
             out_dir=build,
-            min_ratings=params.get("min_ratings", 3),
+            min_ratings=params.get("min_ratings", MIN_HUMAN_RATINGS),
             seed=params.get("seed", 0),
-            formats=params.get("formats", ("csv", "jsonl")),
+            formats=params.get("formats", DEFAULT_FORMATS),
             with_images=params.get("with_images", False),
             progress=lambda fraction, message: reporter(0.9 * fraction, message),
         )
@@ -97,55 +100,10 @@ def export_job_execute(job_id: int) -> str:
         os.replace(partial, archive)
     except Exception as error:
         log.exception("export job %s failed", job_id)
-        ExportJob.objects.filter(pk=job_id).update(
-            status=ExportJob.Status.FAILED,
-            error=f"{type(error).__name__}: {error}",
-            progress_message="Failed",
-            finished_at=timezone.now(),
-        )
         partial.unlink(missing_ok=True)
-        return ExportJob.Status.FAILED
+        return JOBS.fail(job_id, f"{type(error).__name__}: {error}", progress_message="Failed")
     finally:
         shutil.rmtree(build, ignore_errors=True)
-    ExportJob.objects.filter(pk=job_id).update(
-        status=ExportJob.Status.DONE,
-        progress=1.0,
-        progress_message="Done",
-        archive=f"{EXPORT_DIR}/{job_id}.zip",
-        counts=counts,
-        error="",
-        finished_at=timezone.now(),
+    return JOBS.finish(
+        job_id, progress=1.0, progress_message="Done", archive=f"{EXPORT_DIR}/{job_id}.zip", counts=counts
     )
-    return ExportJob.Status.DONE
-
-
-def _claim(job_id: int) -> bool:
-    """Conditional UPDATE: only one worker runs a job, and a job orphaned by a dead worker can run again.
-
-    A running job counts as orphaned once the task's hard time limit has passed since it *started*
-    (``started_at``): a job that waited long in the queue is not taken from the worker running it.
-    """
-    now = timezone.now()
-    stale = now - timedelta(seconds=TIME_LIMIT_SECONDS)
-    claimable = Q(status=ExportJob.Status.QUEUED) | Q(status=ExportJob.Status.RUNNING, started_at__lt=stale)
-    return bool(
-        ExportJob.objects.filter(claimable, pk=job_id).update(
-            status=ExportJob.Status.RUNNING, started_at=now, progress=0.0, progress_message="Starting", error=""
-        )
-    )
-
-
-class _ProgressWriter:
-    """Writes progress on the job row, at most every 1% or when the message changes."""
-
-    def __init__(self, job_id: int) -> None:
-        self.job_id = job_id
-        self.written = (-1.0, "")
-
-    def __call__(self, fraction: float, message: str) -> None:
-        fraction = min(max(fraction, 0.0), 1.0)
-        last_fraction, last_message = self.written
-        if fraction - last_fraction < _PROGRESS_STEP and message.split(" (")[0] == last_message.split(" (")[0]:
-            return
-        ExportJob.objects.filter(pk=self.job_id).update(progress=fraction, progress_message=message[:200])
-        self.written = (fraction, message)

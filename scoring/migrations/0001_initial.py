@@ -98,10 +98,7 @@ class Migration(migrations.Migration):
                 (
                     "calibration",
                     models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        on_delete=django.db.models.deletion.PROTECT,
-                        to="scoring.priming.calibration",
+                        blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, to="scoring.calibration"
                     ),
                 ),
                 (

@@ -131,5 +131,5 @@ def test_default_worker_runs_exports_and_analyses_and_beat_feeds_it(env, broker,
             assert f"<ScheduleEntry: {name} {entry['task']}()" in schedule, name
 
     log = worker_log.read_text(errors="replace")
-    assert "scoring.tasks_export.export_job_run[" in log and "annotators.tasks.refresh_competency[" in log
+    assert "scoring.tasks.export_job_run[" in log and "annotators.tasks.refresh_competency[" in log
     assert "Traceback" not in log, log[-4000:]

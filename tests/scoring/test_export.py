@@ -26,10 +26,11 @@ from ratinggame.models import CaptionPair, Pool, Rating
 from scoring.agreement import virtual_rater_report
 from scoring.export.bundle import export_build
 from scoring.export.figures import distribution_bars_svg, source_shares_svg
-from scoring.export.files import formats_parse
+from scoring.export.formats import formats_parse
+from scoring.export.jobs import TIME_LIMIT_SECONDS
 from scoring.export.stats import metric_correlation
 from scoring.models import ExportJob, ModelRating
-from scoring.tasks_export import TIME_LIMIT_SECONDS, export_job_run
+from scoring.tasks import export_job_run
 from tests.factories import CaptionPairFactory, ImageFactory
 from tests.scoring.export_world import CLIP, EXCLUDED_REASON, pairs_add, world_build
 
@@ -435,7 +436,7 @@ def test_export_task_is_registered_on_the_default_queue():
     from ratinggame.celery import app
 
     app.loader.import_default_modules()
-    task = app.tasks["scoring.tasks_export.export_job_run"]
+    task = app.tasks["scoring.tasks.export_job_run"]
     assert task.queue == "default" and task.acks_late
     assert task.time_limit and task.soft_time_limit < task.time_limit
 

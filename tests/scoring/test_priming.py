@@ -5,6 +5,7 @@ RATINGGAME_PRIMING_MODEL, the path users take. Expected primes follow the docume
 calibration, written out by hand here: rating = clip(1 + 8 * (raw - 0.5), 1, 5).
 """
 
+import io
 import os
 import signal
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from django.core.management import call_command
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -77,6 +79,12 @@ def test_new_game_pairs_get_two_primes_and_tutorial_probation_none(priming, djan
         game = make_pairs([2, 1])
         with_refs = make_pairs([1], references=["a dog on grass", "a brown dog"])
         others = make_pairs([1], pool=Pool.TUTORIAL) + make_pairs([1], pool=Pool.PROBATION)
+    # No broker (eager mode): model work never runs in the process that created the pairs (the
+    # web process never imports torch). The pairs wait, saying how to prime them.
+    for pair in game + with_refs:
+        pair.refresh_from_db()
+        assert pair.priming_status == PrimingStatus.PENDING and "manage.py prime_pairs" in pair.priming_error
+    call_command("prime_pairs", stdout=io.StringIO(), stderr=io.StringIO())
     for pair in game + with_refs:
         pair.refresh_from_db()
         rows = ModelRating.objects.filter(pair=pair).order_by("slot")

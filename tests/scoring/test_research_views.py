@@ -143,12 +143,12 @@ def test_an_archive_path_outside_the_exports_folder_is_not_served(client, resear
 def test_an_unreachable_queue_fails_the_job_visibly(
     client, researcher, monkeypatch, django_capture_on_commit_callbacks
 ):
-    from scoring import tasks_export
+    from scoring import tasks
 
     def refuse(*args, **kwargs):
         raise ConnectionRefusedError("broker down")
 
-    monkeypatch.setattr(tasks_export.export_job_run, "delay", refuse)
+    monkeypatch.setattr(tasks.export_job_run, "apply_async", refuse)
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(reverse("scoring:export-start"), {"min_ratings": 3, "seed": 0, "formats": ["csv"]})
     assert response.status_code == 302

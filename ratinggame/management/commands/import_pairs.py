@@ -41,3 +41,5 @@ class Command(BaseCommand):
                     f"{len(report.errors)} row(s) skipped."
                 )
             )
+            if report.priming_note:
+                self.stdout.write(f"Priming: {report.priming_note}.")

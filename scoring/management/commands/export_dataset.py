@@ -10,7 +10,7 @@ from tqdm import tqdm
 
 from ratinggame.models import MIN_HUMAN_RATINGS
 from scoring.export.bundle import export_build
-from scoring.export.files import FORMATS, formats_parse
+from scoring.export.formats import DEFAULT_FORMATS, FORMATS, formats_parse
 
 
 class Command(BaseCommand):
@@ -22,7 +22,9 @@ class Command(BaseCommand):
             "--min-ratings", type=int, default=MIN_HUMAN_RATINGS, help=f"Default {MIN_HUMAN_RATINGS} (SPEC section 6)."
         )
         parser.add_argument("--seed", type=int, default=0, help="Seed of the split and the virtual raters.")
-        parser.add_argument("--formats", default="csv,jsonl", help=f"Comma-separated, from {', '.join(FORMATS)}.")
+        parser.add_argument(
+            "--formats", default=",".join(DEFAULT_FORMATS), help=f"Comma-separated, from {', '.join(FORMATS)}."
+        )
         parser.add_argument("--with-images", action="store_true", help="Copy the images into images/.")
         parser.add_argument("--force", action="store_true", help="Write into a folder that is not empty.")
 
