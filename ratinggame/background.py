@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
-from celery import Task, current_app
+from celery import Task
 from django.db import models, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -77,7 +77,13 @@ class BackgroundTask(Task):
 
 
 def task_named(task_name: str) -> BackgroundTask:
-    return current_app.tasks[task_name]
+    """The registered task ``task_name``; the apps' ``tasks`` modules are imported on first use
+    (the web process, unlike a worker, does not import them at start)."""
+    from ratinggame.celery import app
+
+    if task_name not in app.tasks:
+        app.loader.import_default_modules()
+    return app.tasks[task_name]
 
 
 def dispatch(task_name: str, *args, on_not_queued: Callable[[NotQueued], None] | None = None, **kwargs) -> None:

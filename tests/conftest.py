@@ -62,3 +62,20 @@ def redis_url():
     if not port_open(host or "127.0.0.1", int(port or 6379)):
         service_missing(f"Redis is not reachable at {url}")
     return url
+
+
+@pytest.fixture
+def sent_tasks(monkeypatch):
+    """A broker that takes every message: tasks are not run inline, their messages are recorded.
+
+    Yields a list of (task name, args) in the order they were sent.
+    """
+    from ratinggame.background import BackgroundTask
+    from ratinggame.celery import app
+
+    sent: list[tuple[str, tuple]] = []
+    app.conf.task_always_eager = False  # _isolated_media puts it back after the test
+    monkeypatch.setattr(
+        BackgroundTask, "apply_async", lambda self, args=None, kwargs=None, **options: sent.append((self.name, args))
+    )
+    return sent

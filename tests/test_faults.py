@@ -165,7 +165,7 @@ def redis_wait(up: bool, seconds: float = 30) -> None:
 @pytest.fixture
 def tiny_model(tmp_path_factory) -> Path:
     pytest.importorskip("open_clip", reason="open_clip is not installed (model priming runs on workers)")
-    from tests.scoring.tiny_clip import save_tiny_clip_dir
+    from tests.scoring.priming.tiny_clip import save_tiny_clip_dir
 
     return save_tiny_clip_dir(tmp_path_factory.mktemp("faults") / "tiny-clip")
 

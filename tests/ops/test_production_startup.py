@@ -33,7 +33,7 @@ from scoring.models import ExportJob
 from tests.celery_broker import celery_sending_to
 from tests.live_process import QUIET_WORKER, celery_process, server_env
 from tests.ratinggame.api_helpers import researcher
-from tests.scoring.export_world import world_build
+from tests.scoring.export.export_world import world_build
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

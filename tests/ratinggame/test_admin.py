@@ -153,12 +153,8 @@ def test_admin_created_pairs_get_the_importers_priming_status(staff_client, pool
 
 
 def test_moving_a_pair_into_the_game_queues_it_for_priming_and_out_of_it_stops_waiting(
-    staff_client, django_capture_on_commit_callbacks, monkeypatch
+    staff_client, django_capture_on_commit_callbacks, sent_tasks
 ):
-    from scoring import tasks
-
-    queued = []
-    monkeypatch.setattr(tasks.prime_pairs, "delay", lambda ids: queued.append(list(ids)))
     pair = TutorialPairFactory()
     assert pair.priming_status == "not_needed"
     url = reverse("admin:ratinggame_captionpair_change", args=[pair.pk])
@@ -168,7 +164,7 @@ def test_moving_a_pair_into_the_game_queues_it_for_priming_and_out_of_it_stops_w
     with django_capture_on_commit_callbacks(execute=True):
         assert staff_client.post(url, data).status_code == 302
     pair.refresh_from_db()
-    assert pair.priming_status == "pending" and queued == [[pair.pk]]
+    assert pair.priming_status == "pending" and sent_tasks == [("scoring.tasks.prime_pairs", ([pair.pk],))]
     CaptionPair.objects.filter(pk=pair.pk).update(priming_status="failed", priming_error="boom")
     assert staff_client.post(url, {**data, "pool": "probation"}).status_code == 302
     pair.refresh_from_db()
@@ -201,22 +197,18 @@ def test_pair_list_shows_priming_status_and_error_and_filters_by_status(staff_cl
 
 
 def test_retry_priming_action_requeues_failed_pairs_after_commit(
-    staff_client, django_capture_on_commit_callbacks, monkeypatch
+    staff_client, django_capture_on_commit_callbacks, sent_tasks
 ):
-    from scoring import tasks
-
-    queued = []
-    monkeypatch.setattr(tasks.prime_pairs, "delay", lambda ids: queued.append(sorted(ids)))
     failed = CaptionPairFactory(priming_status="failed", priming_error="priming model could not be loaded: x")
     done = CaptionPairFactory(priming_status="done", primes=[3.0, 3.5])
     tutorial = TutorialPairFactory()
     data = {"action": "retry_priming", "_selected_action": [failed.pk, done.pk, tutorial.pk]}
     with django_capture_on_commit_callbacks() as callbacks:
         response = staff_client.post(reverse("admin:ratinggame_captionpair_changelist"), data, follow=True)
-        assert queued == []  # nothing is sent before the transaction commits
+        assert sent_tasks == []  # nothing is sent before the transaction commits
     assert len(callbacks) == 1
     callbacks[0]()
-    assert queued == [[failed.pk]]
+    assert sent_tasks == [("scoring.tasks.prime_pairs", ([failed.pk],))]
     for pair in (failed, done, tutorial):
         pair.refresh_from_db()
     assert (failed.priming_status, failed.priming_error) == ("pending", "")

@@ -1,7 +1,6 @@
 """Agreement statistics (SPEC section 6, the VICR paper's Table 3)."""
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,8 +18,8 @@ from scoring.agreement import (
     tau_c,
     virtual_rater_report,
 )
+from tests.shared_data import VICR_SAMPLE
 
-VICR_SAMPLE = Path("/work/shared/external/vicr_sample250/VICR_Sample250.csv")
 REPORT_KEYS = (
     "tau_X_YZ",
     "tau_Y_XZ",

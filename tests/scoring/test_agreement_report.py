@@ -2,15 +2,14 @@
 
 import io
 import json
-from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from scoring.agreement import virtual_rater_report
 from scoring.rating_files import read_ratings_file
+from tests.shared_data import VICR_SAMPLE
 
-VICR_SAMPLE = Path("/work/shared/external/vicr_sample250/VICR_Sample250.csv")
 needs_sample = pytest.mark.skipif(not VICR_SAMPLE.is_file(), reason="VICR sample not at hand (../shared/external)")
 
 

@@ -1,12 +1,9 @@
 """Reading external rating sets (scoring/rating_files.py)."""
 
-from pathlib import Path
-
 import pytest
 
 from scoring.rating_files import RatingFileError, read_ratings_file
-
-VICR_SAMPLE = Path("/work/shared/external/vicr_sample250/VICR_Sample250.csv")
+from tests.shared_data import VICR_SAMPLE
 
 
 def write(tmp_path, text, name="ratings.csv", encoding="utf-8"):

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from annotators.roles import ANNOTATOR, RESEARCHER, ensure_roles
 from scoring.models import ExportJob
-from tests.scoring.export_world import world_build
+from tests.scoring.export.export_world import world_build
 
 pytestmark = pytest.mark.django_db
 

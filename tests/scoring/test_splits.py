@@ -9,7 +9,7 @@ import pytest
 from scoring.export.bundle import export_build
 from scoring.splits import SHARES, SPLITS, split_for_image
 from tests.factories import CaptionPairFactory
-from tests.scoring.export_world import pairs_add, world_build
+from tests.scoring.export.export_world import pairs_add, world_build
 
 HASHES = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(10_000)]
 

@@ -9,7 +9,7 @@ import pytest
 
 from scoring.priming.clipscore import CAPTION_PREFIX, clip_s, harmonic_mean, max_reference_cos, prompt_for, ref_clip_s
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(autouse=True)

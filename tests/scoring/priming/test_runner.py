@@ -31,7 +31,7 @@ from tests.celery_broker import celery_sending_to
 from tests.factories import ImageFactory
 from tests.live_process import QUIET_WORKER, celery_start, process_group_stop
 from tests.ratinggame.journey_helpers import Clock, rate_next, rater
-from tests.scoring.tiny_clip import save_tiny_clip_dir
+from tests.scoring.priming.tiny_clip import save_tiny_clip_dir
 
 pytestmark = pytest.mark.django_db
 
@@ -309,7 +309,7 @@ def tiny_pacs(tiny_dir, tmp_path_factory):
     import torch
     from safetensors.torch import load_file
 
-    from tests.scoring.tiny_clip import TINY_CFG
+    from tests.scoring.priming.tiny_clip import TINY_CFG
 
     root = tmp_path_factory.mktemp("pacs")
     (root / f"{TINY_NAME}.json").write_text(json.dumps(TINY_CFG))

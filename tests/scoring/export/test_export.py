@@ -32,7 +32,7 @@ from scoring.export.stats import metric_correlation
 from scoring.models import ExportJob, ModelRating
 from scoring.tasks import export_job_run
 from tests.factories import CaptionPairFactory, ImageFactory
-from tests.scoring.export_world import CLIP, EXCLUDED_REASON, pairs_add, world_build
+from tests.scoring.export.export_world import CLIP, EXCLUDED_REASON, pairs_add, world_build
 
 pytestmark = pytest.mark.django_db
 
