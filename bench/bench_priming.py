@@ -133,7 +133,7 @@ def run_forward_bound(model, preprocess, tokenizer, pairs, device, input_dtype, 
     import torch
     from PIL import Image
 
-    from scoring.priming.clip_models import encode_text_trimmed
+    from scoring.priming.clip_scorer import encode_text_trimmed
     from scoring.priming.clipscore import prompt_for
 
     seen = {}
@@ -176,7 +176,7 @@ def main() -> None:
     import open_clip
     import torch
 
-    from scoring.priming.clip_models import ClipScorer
+    from scoring.priming.clip_scorer import ClipScorer
 
     torch.set_num_threads(args.threads)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")

@@ -4,6 +4,19 @@ from django.conf import settings
 from django.db import models
 
 
+class Metric(models.TextChoices):
+    """What a model prime measures (SPEC section 4); each is a scorer of scoring.priming.registry."""
+
+    CLIP_S = "clip_s", "CLIP-S"
+    REF_CLIP_S = "ref_clip_s", "RefCLIP-S"
+    PAC_S = "pac_s", "PAC-S"
+    PREDICTOR = "predictor", "Learned predictor (Model_VICR)"
+    FLEUR = "fleur", "FLEUR"
+    REF_FLEUR = "ref_fleur", "RefFLEUR"
+    # Not a model: the demo's game pairs are primed from the level each caption was written for.
+    DEMO = "demo", "Demo (the level the caption was written for)"
+
+
 class Calibration(models.Model):
     """A monotone map from a model's raw score to the 1-5 scale (SPEC section 4)."""
 
@@ -32,7 +45,7 @@ class ModelRating(models.Model):
     pair = models.ForeignKey("ratinggame.CaptionPair", on_delete=models.CASCADE, related_name="model_ratings")
     slot = models.PositiveSmallIntegerField(help_text="1 = first prime (replaced first), 2 = second.")
     model_identity = models.CharField(max_length=300)
-    metric = models.CharField(max_length=20, help_text="clip_s, ref_clip_s, pac_s or predictor")
+    metric = models.CharField(max_length=20, choices=Metric.choices)
     raw_score = models.FloatField()
     value = models.FloatField(help_text="Calibrated rating on the 1-5 scale.")
     calibration = models.ForeignKey(Calibration, null=True, blank=True, on_delete=models.PROTECT)

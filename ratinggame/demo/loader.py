@@ -29,10 +29,10 @@ from ratinggame.models import CaptionPair, Pool, PrimingStatus
 from ratinggame.pairs.images import check_image_bytes
 from ratinggame.pairs.services import image_store, pair_create, pairs_created
 from ratinggame.pairs.validation import check_expert_fields, clean_caption, clean_references, clean_source
-from scoring.models import ModelRating
+from scoring.models import Metric, ModelRating
 
 DEMO_PRIME_IDENTITY = "demo: the level the caption was written for (demo content, not a model)"
-DEMO_PRIME_METRIC = "demo"
+DEMO_PRIME_METRIC = Metric.DEMO
 DEMO_PRIME_SPREAD = 0.25
 
 DEMO_ACCOUNTS = (

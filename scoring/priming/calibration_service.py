@@ -12,6 +12,8 @@ from django.db.models import F
 from ratinggame.models import CaptionPair
 from scoring.models import Calibration, ModelRating
 from scoring.priming import calibration
+from scoring.priming.registry import scorer_class
+from scoring.priming.scorer import Knots
 
 IDENTITY_LENGTH = 300
 
@@ -20,13 +22,14 @@ def calibration_key(metric: str, model_identity: str) -> str:
     return f"{metric}@{model_identity}"[:IDENTITY_LENGTH]
 
 
-def current_calibration(metric: str, model_identity: str) -> Calibration:
-    """The newest calibration for the metric of this model; a default one is created if none exists."""
+def current_calibration(metric: str, model_identity: str, default: Knots | None = None) -> Calibration:
+    """The newest calibration for the metric of this model; one with the scorer's default map
+    (``default``, else the registry's for ``metric``) is created if none exists."""
     key = calibration_key(metric, model_identity)
     found = Calibration.objects.filter(model_identity=key).order_by("-created_at", "-id").first()
     if found is not None:
         return found
-    x, y = calibration.identity_knots() if metric == "predictor" else calibration.default_knots()
+    x, y = default or scorer_class(metric).default_knots()
     return Calibration.objects.create(model_identity=key, method=Calibration.Method.DEFAULT, x_knots=x, y_knots=y)
 
 
@@ -49,10 +52,11 @@ def refit(key: str) -> Calibration:
         seen.add(pair_id)
         raw.append(raw_score)
         target.append(human_sum / human_count)
-    if metric == "predictor":
-        method, x, y = "default", *calibration.identity_knots()
-    else:
+    kind = scorer_class(metric)
+    if kind.refit:
         method, x, y = calibration.choose_knots(raw, target)
+    else:
+        method, x, y = "default", *kind.default_knots()
     with transaction.atomic():
         latest = Calibration.objects.filter(model_identity=key).order_by("-created_at", "-id").first()
         if latest and latest.method == method and latest.x_knots == x and latest.y_knots == y:
@@ -67,10 +71,18 @@ def refit(key: str) -> Calibration:
 
 
 def refit_all() -> list[Calibration]:
-    """Refit every calibration in use (one per metric and model that has primes)."""
+    """Refit every calibration in use (one per metric and model that has primes) of a registered scorer."""
     keys = set(
         calibration_key(metric, identity)
         for metric, identity in ModelRating.objects.values_list("metric", "model_identity").distinct()
     )
     keys |= set(Calibration.objects.values_list("model_identity", flat=True).distinct())
-    return [refit(key) for key in sorted(keys)]
+    return [refit(key) for key in sorted(keys) if _has_scorer(key.partition("@")[0])]
+
+
+def _has_scorer(metric: str) -> bool:
+    try:
+        scorer_class(metric)
+    except KeyError:
+        return False  # primes of no model (the demo's), or of a scorer since removed
+    return True

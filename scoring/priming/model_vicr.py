@@ -20,6 +20,7 @@ torch is imported inside functions only.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,13 +29,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scoring.agreement import tau_c
+from scoring.models import Metric
+from scoring.priming.calibration import identity_knots
+from scoring.priming.clip_metrics import clip_identity
+from scoring.priming.scorer import Knots, PrimingPair, RawScore, ScorerLoadError
 from scoring.splits import TEST, TRAIN, VAL, split_for_image
 
 if TYPE_CHECKING:
     import torch
 
     from scoring.models import PredictorRun
-    from scoring.priming.clip_models import ClipScorer
+    from scoring.priming.clip_scorer import ClipScorer
+    from scoring.priming.registry import PrimingModels
 
 log = logging.getLogger(__name__)
 
@@ -144,13 +150,15 @@ def dataset_from_db(scorer: ClipScorer, batch_size: int = 64) -> Dataset:
     """Game pairs with >= 3 non-excluded human ratings, embedded by the priming scorer."""
     from ratinggame.models import CaptionPair, Rating
     from scoring.priming.clipscore import clip_s
-    from scoring.priming.runner import _loader
+    from scoring.priming.runner import image_loader
 
     pairs = list(CaptionPair.objects.validated().select_related("image").order_by("pk"))
     ratings: dict[int, list[int]] = {p.pk: [] for p in pairs}
     for pair_id, value in Rating.objects.counted().filter(pair_id__in=list(ratings)).values_list("pair_id", "value"):
         ratings[pair_id].append(value)
-    images, errors = scorer.image_features([(p.image.sha256, _loader(p), p.caption, None) for p in pairs], batch_size)
+    images, errors = scorer.image_features(
+        [(p.image.sha256, image_loader(p), p.caption, None) for p in pairs], batch_size
+    )
     pairs = [p for p in pairs if p.image.sha256 in images]
     if errors:
         log.warning("predictor data: %d image(s) could not be decoded, their pairs are left out", len(errors))
@@ -265,26 +273,54 @@ def load_run(run: PredictorRun) -> torch.nn.Module:
     return _LOADED[run.checkpoint]
 
 
-def predict_pairs(run: PredictorRun, scorer: ClipScorer, pairs: list) -> list[float]:
-    """The run's ratings (clipped to 1..5) of these pairs; image embeddings come from the scorer's cache."""
-    from scoring.priming.runner import _loader
+class LearnedPredictor:
+    """The registry's learned predictor: the active Model_VICR run over the configured open_clip
+    model's embeddings (the image embeddings come from that model's cache, filled by CLIP-S)."""
 
-    # image_features reads the scorer's sha256 cache (filled by score_pairs just before), so
-    # images are not decoded again.
-    images, _ = scorer.image_features([(p.image.sha256, _loader(p), p.caption, None) for p in pairs], 64)
-    text = scorer.encode_texts([p.caption for p in pairs])
-    features = features_from_embeddings(np.stack([images[p.image.sha256] for p in pairs]), text)
-    return np.clip(predict(load_run(run), features), 1.0, 5.0).tolist()
+    metric = Metric.PREDICTOR
+    refit = False  # trained on human ratings and already on the 1-5 scale (clipped only)
+
+    def __init__(self, run: PredictorRun, clip: ClipScorer, batch_size: int) -> None:
+        self.run = run
+        self.clip = clip
+        self.batch_size = batch_size
+        self.identity = f"run{run.pk}:{clip_identity(clip)}"[:300]
+
+    @classmethod
+    def build(cls, models: PrimingModels) -> LearnedPredictor | None:
+        if not models.configured:
+            return None
+        clip = models.clip()
+        run = active_predictor(clip_identity(clip))
+        return cls(run, clip, models.batch_size) if run is not None else None
+
+    @classmethod
+    def default_knots(cls) -> Knots:
+        return identity_knots()
+
+    def score_pairs(self, pairs: Sequence[PrimingPair]) -> list[RawScore]:
+        items = [(p.image_key, p.load_image, p.caption, None) for p in pairs]
+        images, errors = self.clip.image_features(items, self.batch_size)
+        results = [RawScore(error=errors.get(p.image_key, "image not scored")) for p in pairs]
+        ready = [i for i, p in enumerate(pairs) if p.image_key in images]
+        if not ready:
+            return results
+        text = self.clip.encode_texts([pairs[i].caption for i in ready], self.batch_size)
+        features = features_from_embeddings(np.stack([images[pairs[i].image_key] for i in ready]), text)
+        for i, value in zip(ready, np.clip(predict(load_run(self.run), features), 1.0, 5.0), strict=True):
+            finite = bool(np.isfinite(value))
+            results[i] = RawScore(value=float(value)) if finite else RawScore(error="non-finite prediction")
+        return results
 
 
 def train_from_db(seed: int = 0, **train_kwargs: Any) -> PredictorRun:
     """The periodic / command entry point: embed validated pairs with the priming scorer and train."""
-    from scoring.priming.clip_models import ScorerLoadError
-    from scoring.priming.runner import configured_scorer, priming_config, scorer_identity
+    from scoring.priming.registry import PrimingModels
 
+    models = PrimingModels.from_settings()
     try:
-        scorer = configured_scorer()
+        scorer = models.clip()
     except ScorerLoadError as exc:
         raise ValueError(str(exc)) from exc
-    dataset = dataset_from_db(scorer, priming_config()["batch_size"])
-    return train_and_record(dataset, base_identity=scorer_identity(scorer), seed=seed, **train_kwargs)
+    dataset = dataset_from_db(scorer, models.batch_size)
+    return train_and_record(dataset, base_identity=clip_identity(scorer), seed=seed, **train_kwargs)

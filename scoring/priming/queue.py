@@ -16,9 +16,10 @@ PRIME_TASK = "scoring.tasks.prime_pairs"
 
 def waiting_note(reason: NotQueued) -> str:
     """The note of pairs that no worker got: why, and how they get primed."""
-    from scoring.priming.runner import NO_MODEL_NOTE, priming_config
+    from scoring.priming.registry import PrimingModels
+    from scoring.priming.runner import NO_MODEL_NOTE
 
-    if not priming_config()["model"]:
+    if not PrimingModels.from_settings().configured:
         return NO_MODEL_NOTE
     return f"waiting: not queued ({reason}); run `manage.py prime_pairs`, or the periodic sweep queues them again"
 

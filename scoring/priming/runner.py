@@ -1,25 +1,19 @@
 """Model priming of game pairs inside a worker (scoring.tasks.prime_pairs, manage.py prime_pairs).
 
 Two primes per game pair, stored as ModelRating rows and as ``pair.primes`` (oldest first,
-read by ratinggame.game.aggregates.in_force). Each human rating replaces one prime, oldest first
-(SPEC section 4): slot 1 goes at the first human rating, slot 2 stays until the second. So
-slot 2 holds the best model available for the pair and slot 1 the next best:
+read by ratinggame.game.aggregates.in_force). Each human rating replaces one prime, oldest
+first (SPEC section 4): slot 1 goes at the first human rating, slot 2 stays until the second.
+So slot 2 holds the most trusted scorer that applies to the pair and slot 1 the next one, in
+the order of ``scoring.priming.registry.SCORERS``:
 
-    available, best first:  the active learned predictor   (scoring.priming.model_vicr: only once it
-                                                             beat calibrated CLIP-S on the
-                                                             held-out test split)
-                            RefCLIP-S                       (the pair has reference captions)
-                            CLIP-S                          (always; "pac_s" for a PAC-S checkpoint)
-    slot 2 = the first of them, slot 1 = the second (the same model twice when only CLIP-S
-    is available: the paper primed with two ratings; with one model they coincide).
-
-    no references, no predictor:   slot 1 CLIP-S,     slot 2 CLIP-S
+    no references, no predictor:   slot 1 CLIP-S,     slot 2 CLIP-S (the same model twice:
+                                                      the paper primed with two ratings)
     references, no predictor:      slot 1 CLIP-S,     slot 2 RefCLIP-S
     no references, predictor:      slot 1 CLIP-S,     slot 2 predictor
     references and predictor:      slot 1 RefCLIP-S,  slot 2 predictor
 
-Every raw score goes through the current calibration of its metric and model
-(scoring.priming.calibration_service); the predictor is already on the 1-5 scale (clipped only).
+(PAC-S takes CLIP-S's place when a PAC-S checkpoint is configured.) Every raw score goes
+through the current calibration of its metric and scorer (scoring.priming.calibration_service).
 
 No model configured: nothing is claimed; the pending pairs stay pending with a note in
 ``priming_error`` (NO_MODEL_NOTE) that the admin list shows. The periodic sweep keeps
@@ -42,7 +36,7 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -53,9 +47,13 @@ from ratinggame.models import CaptionPair, Pool, PrimingStatus
 from scoring.models import ModelRating
 from scoring.priming import calibration
 from scoring.priming.calibration_service import current_calibration
+from scoring.priming.registry import PrimingModels
+from scoring.priming.scorer import PrimingPair, RawScore, Scorer, ScorerLoadError
 
 if TYPE_CHECKING:
-    from scoring.priming.clip_models import ClipScorer
+    from PIL import Image
+
+    from scoring.models import Calibration
 
 log = logging.getLogger(__name__)
 
@@ -63,67 +61,14 @@ NO_MODEL_NOTE = (
     "waiting: no priming model configured (set RATINGGAME_PRIMING_MODEL); "
     "primed by the periodic sweep or `manage.py prime_pairs` once one is set"
 )
-# One scorer per worker process, built on first use (loading a model takes seconds).
-_SCORERS: dict[tuple, ClipScorer] = {}
 
 
 def _counts() -> dict[str, int]:
     return {"primed": 0, "failed": 0, "skipped": 0, "waiting": 0}
 
 
-def priming_config() -> dict[str, Any]:
-    """The priming settings; empty strings become None (an explicit "no weights" / "default")."""
-    conf = settings.RATINGGAME
-    return {
-        "model": conf.get("PRIMING_MODEL", ""),
-        "pretrained": conf.get("PRIMING_PRETRAINED", "") or None,
-        "pacs_checkpoint": conf.get("PRIMING_PACS_CHECKPOINT", "") or None,
-        "device": conf.get("PRIMING_DEVICE", "") or None,
-        "batch_size": int(conf.get("PRIMING_BATCH_SIZE", 64)),
-    }
-
-
 def stale_after() -> timedelta:
     return timedelta(seconds=float(settings.RATINGGAME.get("PRIMING_STALE_SECONDS", 900)))
-
-
-def scorer_identity(scorer: ClipScorer) -> str:
-    """A short stable name of the scorer's weights for ModelRating/Calibration rows."""
-    ident = scorer.identity
-    weights = ident.get("sha256") or ident.get("pretrained") or "-"
-    text = f"{ident.get('model')} weights={weights} w={ident.get('w')}"
-    return text[:250]
-
-
-def get_scorer(
-    model: str, pretrained: str | None, device: str | None, pacs_checkpoint: str | None = None
-) -> ClipScorer:
-    """The process's scorer for this model (cached); raises ScorerLoadError.
-
-    With ``pacs_checkpoint``, the PAC-S weights are loaded over the architecture ``model``
-    and scored with w = 2.0; ``pretrained`` then names their base weights (a tag such as
-    "openai" or "laion2b_s32b_b82k", or a file), which decides QuickGELU
-    (scoring.priming.clip_models.pacs_quick_gelu) and is not downloaded.
-    """
-    from scoring.priming.clip_models import load_scorer
-
-    key = (model, pretrained, device, pacs_checkpoint)
-    if key not in _SCORERS:
-        if pacs_checkpoint:
-            _SCORERS[key] = load_scorer(model, pacs_checkpoint, device, pacs=True, base=pretrained)
-        else:
-            _SCORERS[key] = load_scorer(model, pretrained, device)
-    return _SCORERS[key]
-
-
-def configured_scorer() -> ClipScorer:
-    """The scorer the settings name; raises ScorerLoadError (also when no model is set)."""
-    from scoring.priming.clip_models import ScorerLoadError
-
-    config = priming_config()
-    if not config["model"]:
-        raise ScorerLoadError("no priming model configured (set RATINGGAME_PRIMING_MODEL)")
-    return get_scorer(config["model"], config["pretrained"], config["device"], config["pacs_checkpoint"])
 
 
 def claimable(include_failed: bool = False) -> Q:
@@ -186,10 +131,10 @@ def note_no_model(pair_ids: list[int]) -> int:
     return count
 
 
-def _loader(pair: CaptionPair) -> Callable:
-    """Opens the pair's stored image; ClipScorer converts it (scoring.priming.clip_models.image_to_rgb)."""
+def image_loader(pair: CaptionPair) -> Callable[[], Image.Image]:
+    """Opens the pair's stored image; the scorers convert it (scoring.priming.clip_scorer.image_to_rgb)."""
 
-    def load():
+    def load() -> Image.Image:
         from PIL import Image as PILImage
 
         with pair.image.file.open("rb") as handle:
@@ -200,7 +145,17 @@ def _loader(pair: CaptionPair) -> Callable:
     return load
 
 
-def _store(pair_id: int, claimed_at: datetime, slots: list[tuple[str, str, float, Any]]) -> bool:
+def priming_pair(pair: CaptionPair) -> PrimingPair:
+    return PrimingPair(
+        pk=pair.pk,
+        image_key=pair.image.sha256,
+        load_image=image_loader(pair),
+        caption=pair.caption,
+        references=tuple(pair.references or ()),
+    )
+
+
+def _store(pair_id: int, claimed_at: datetime, slots: list[tuple[str, str, float, Calibration]]) -> bool:
     """Write the two primes and pair.primes in one transaction, under the pair's row lock."""
     with transaction.atomic():
         pair = CaptionPair.objects.select_for_update().get(pk=pair_id)
@@ -233,45 +188,47 @@ def _test_sleep() -> float:
     return float(os.environ.get("RATINGGAME_PRIMING_TEST_SLEEP_SECONDS", "0") or 0)
 
 
+def _test_sleep() -> float:
+    # Test-only: seconds to sleep before storing each pair, so a test can kill a worker mid-batch.
+    return float(os.environ.get("RATINGGAME_PRIMING_TEST_SLEEP_SECONDS", "0") or 0)
+
+
 def run_priming(
     pair_ids: Iterable[int],
     *,
-    scorer: ClipScorer | None = None,
+    models: PrimingModels | None = None,
     batch_size: int | None = None,
     include_failed: bool = False,
     progress: Callable[[int], None] | None = None,
 ) -> dict[str, int]:
     """Prime the claimable pairs among ``pair_ids``; returns counts (primed, failed, skipped, waiting).
 
-    Without ``scorer`` (the task path) the configured one is used: with no model configured
-    the pairs are only noted as waiting (NO_MODEL_NOTE), and a load failure is recorded on
-    the claimed pairs. The command loads its scorer first and passes it in.
-    ``include_failed`` also claims pairs whose priming failed before.
+    ``models`` is the worker's configuration (default: the settings'). With no model
+    configured the pairs are only noted as waiting (NO_MODEL_NOTE); a model that cannot be
+    loaded is recorded on the claimed pairs. The command loads its models first and passes
+    them in. ``include_failed`` also claims pairs whose priming failed before.
     """
-    from scoring.priming.clip_models import ScorerLoadError
-
-    config = priming_config()
-    batch_size = batch_size or config["batch_size"]
+    models = models or PrimingModels.from_settings()
+    batch_size = batch_size or models.batch_size
     counts = _counts()
     ids = list(pair_ids)
-    if scorer is None and not config["model"]:
+    if not models.configured:
         counts["waiting"] = note_no_model(ids)
         return counts
     ids, claimed_at = claim(ids, include_failed)
     if not ids:
         return counts
-    if scorer is None:
-        try:
-            scorer = configured_scorer()
-        except ScorerLoadError as exc:
-            counts["failed"] = fail(ids, claimed_at, f"priming model could not be loaded: {exc}")
-            return counts
+    try:
+        scorers = models.scorers()
+    except ScorerLoadError as exc:
+        counts["failed"] = fail(ids, claimed_at, f"priming model could not be loaded: {exc}")
+        return counts
 
     done: set[int] = set()
     try:
         for start in range(0, len(ids), batch_size):
             chunk = ids[start : start + batch_size]
-            result = _prime_batch(scorer, chunk, claimed_at, batch_size)
+            result = _prime_batch(scorers, chunk, claimed_at)
             for key in counts:
                 counts[key] += result[key]
             done.update(chunk)
@@ -287,39 +244,33 @@ def run_priming(
     return counts
 
 
-def _prime_batch(scorer: ClipScorer, ids: list[int], claimed_at: datetime, batch_size: int) -> dict[str, int]:
-    from scoring.priming import model_vicr as predictor
+def slots_for(ranked: list[tuple[Scorer, float]]) -> list[tuple[Scorer, float]]:
+    """[slot 1, slot 2] from the scores that apply, least trusted first: slot 2, kept longest,
+    gets the most trusted; slot 1 the next one (or the same when only one applies)."""
+    return [ranked[-2] if len(ranked) > 1 else ranked[-1], ranked[-1]]
 
+
+def _prime_batch(scorers: list[Scorer], ids: list[int], claimed_at: datetime) -> dict[str, int]:
     pairs = list(CaptionPair.objects.select_related("image").filter(pk__in=ids).order_by("pk"))
-    items = [(p.image.sha256, _loader(p), p.caption, list(p.references) or None) for p in pairs]
-    scores = scorer.score_pairs(items, batch_size)
-    identity = scorer_identity(scorer)
-    metric = "pac_s" if scorer.identity.get("pac_s") else "clip_s"
-    cal_clip = current_calibration(metric, identity)
-    cal_ref = current_calibration("ref_clip_s", identity) if any(s.ref_clip_s is not None for s in scores) else None
+    items = [priming_pair(pair) for pair in pairs]
+    scores: list[list[RawScore]] = [scorer.score_pairs(items) for scorer in scorers]
+    calibrations: dict[int, Calibration] = {}
 
-    active = predictor.active_predictor(identity)
-    scored = [p for p, s in zip(pairs, scores, strict=True) if s.error is None]
-    predicted: dict[int, float] = {}
-    if active is not None and scored:
-        predicted = dict(zip((p.pk for p in scored), predictor.predict_pairs(active, scorer, scored), strict=True))
-    predictor_identity = f"run{active.pk}:{identity}"[:300] if active is not None else ""
-    cal_pred = current_calibration("predictor", predictor_identity) if predicted else None
+    def calibration_of(scorer: Scorer) -> Calibration:
+        if id(scorer) not in calibrations:
+            calibrations[id(scorer)] = current_calibration(scorer.metric, scorer.identity, scorer.default_knots())
+        return calibrations[id(scorer)]
 
     counts = _counts()
     sleep = _test_sleep()
-    for pair, score in zip(pairs, scores, strict=True):
-        if score.error is not None:
-            counts["failed"] += fail([pair.pk], claimed_at, score.error)
+    for index, pair in enumerate(pairs):
+        raw = [by_scorer[index] for by_scorer in scores]
+        error = next((score.error for score in raw if score.error), None)
+        ranked = [(scorer, score.value) for scorer, score in zip(scorers, raw, strict=True) if score.value is not None]
+        if error is not None or not ranked:
+            counts["failed"] += fail([pair.pk], claimed_at, error or "no configured scorer applies to this pair")
             continue
-        # Best first (module docstring): slot 2, kept longest, gets the best; slot 1 the next.
-        ranked = []
-        if pair.pk in predicted:
-            ranked.append(("predictor", predictor_identity, predicted[pair.pk], cal_pred))
-        if score.ref_clip_s is not None:
-            ranked.append(("ref_clip_s", identity, score.ref_clip_s, cal_ref))
-        ranked.append((metric, identity, score.clip_s, cal_clip))
-        slots = [ranked[1] if len(ranked) > 1 else ranked[0], ranked[0]]
+        slots = [(scorer.metric, scorer.identity, value, calibration_of(scorer)) for scorer, value in slots_for(ranked)]
         if sleep:
             time.sleep(sleep)
         counts["primed" if _store(pair.pk, claimed_at, slots) else "skipped"] += 1

@@ -15,7 +15,9 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from ratinggame.models import CaptionPair
-from scoring.priming.runner import claimable, get_scorer, priming_config, run_priming, scorer_identity
+from scoring.priming.registry import PrimingModels
+from scoring.priming.runner import claimable, run_priming
+from scoring.priming.scorer import ScorerLoadError
 
 
 def positive_int(text: str) -> int:
@@ -46,41 +48,45 @@ class Command(BaseCommand):
             "--pending-only", action="store_true", help="leave pairs whose priming failed alone (default: retry them)"
         )
 
-    def weights(self, options: dict, config: dict) -> tuple[str, str | None, str | None]:
+    def models(self, options: dict) -> PrimingModels:
+        settings_models = PrimingModels.from_settings()
         if options["model"]:
-            return options["model"], options["pretrained"] or None, options["pacs_checkpoint"] or None
-        pretrained = config["pretrained"] if options["pretrained"] is None else options["pretrained"] or None
-        pacs = config["pacs_checkpoint"] if options["pacs_checkpoint"] is None else options["pacs_checkpoint"] or None
-        return config["model"], pretrained, pacs
+            chosen = {
+                "model": options["model"],
+                "pretrained": options["pretrained"] or None,
+                "pacs_checkpoint": options["pacs_checkpoint"] or None,
+            }
+        else:
+            chosen = {
+                name: getattr(settings_models, name) if options[name] is None else options[name] or None
+                for name in ("pretrained", "pacs_checkpoint")
+            }
+        if options["device"]:
+            chosen["device"] = options["device"]
+        if options["batch_size"]:
+            chosen["batch_size"] = options["batch_size"]
+        return PrimingModels.from_settings(**chosen)
 
     def handle(self, *args, **options):
-        from scoring.priming.clip_models import ScorerLoadError
-
-        config = priming_config()
-        model, pretrained, pacs_checkpoint = self.weights(options, config)
-        if not model:
+        models = self.models(options)
+        if not models.configured:
             raise CommandError("no model: pass --model or set RATINGGAME_PRIMING_MODEL")
-        device = options["device"] or config["device"]
         try:
-            scorer = get_scorer(model, pretrained, device, pacs_checkpoint)
+            scorers = models.scorers()
         except ScorerLoadError as exc:
             raise CommandError(f"the priming model could not be loaded (no pair was changed): {exc}") from exc
-        self.stdout.write(f"model: {scorer_identity(scorer)}")
+        for scorer in scorers:
+            self.stdout.write(f"{scorer.metric.label}: {scorer.identity}")
 
         include_failed = not options["pending_only"]
         ids = list(CaptionPair.objects.filter(claimable(include_failed)).order_by("pk").values_list("pk", flat=True))
-        batch = options["batch_size"] or config["batch_size"]
         totals = {"primed": 0, "failed": 0, "skipped": 0}
         with tqdm(total=len(ids), unit="pair", disable=not ids) as bar:
             # Chunks of a few batches: claims stay short-lived and progress is visible.
-            step = batch * 4
+            step = models.batch_size * 4
             for start in range(0, len(ids), step):
                 counts = run_priming(
-                    ids[start : start + step],
-                    scorer=scorer,
-                    batch_size=batch,
-                    include_failed=include_failed,
-                    progress=bar.update,
+                    ids[start : start + step], models=models, include_failed=include_failed, progress=bar.update
                 )
                 for key in totals:
                     totals[key] += counts[key]

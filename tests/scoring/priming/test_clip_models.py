@@ -22,8 +22,10 @@ open_clip = pytest.importorskip("open_clip", reason="open_clip is not installed 
 from PIL import Image  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 
-from scoring.priming.clip_models import ScorerLoadError, encode_text_trimmed, load_scorer  # noqa: E402
+from scoring.priming.clip_checkpoints import load_scorer  # noqa: E402
+from scoring.priming.clip_scorer import encode_text_trimmed  # noqa: E402
 from scoring.priming.clipscore import clip_s, ref_clip_s  # noqa: E402
+from scoring.priming.scorer import ScorerLoadError  # noqa: E402
 
 TINY = "ratinggame-tiny-clip"
 TINY_CFG = {
@@ -360,7 +362,7 @@ def test_half_precision_scores_stay_close_to_fp32(tiny, precision):
     ],
 )
 def test_pacs_quickgelu_follows_the_base_weights(tiny, model_name, base, quick):
-    from scoring.priming.clip_models import pacs_quick_gelu
+    from scoring.priming.clip_checkpoints import pacs_quick_gelu
 
     assert pacs_quick_gelu(model_name, base) is quick
 
@@ -401,7 +403,7 @@ def grey_ramp(seed: int = 0) -> np.ndarray:
 
 
 def rgb_of(image) -> np.ndarray:
-    from scoring.priming.clip_models import image_to_rgb
+    from scoring.priming.clip_scorer import image_to_rgb
 
     converted = image_to_rgb(image)
     assert converted.mode == "RGB"

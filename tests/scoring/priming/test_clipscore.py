@@ -101,10 +101,10 @@ def test_prompt_is_the_papers_prefix():
 
 
 def test_importing_scoring_modules_does_not_import_torch():
-    # The web process imports scoring.priming.clipscore; worker code imports scoring.priming.clip_models, which
-    # must stay cheap to import: torch and open_clip load only when a model is built.
+    # The web process imports scoring.priming.clipscore; worker code imports clip_checkpoints and
+    # clip_scorer, which must stay cheap to import: torch and open_clip load only when a model is built.
     code = (
-        "import sys; import scoring.priming.clipscore, scoring.priming.clip_models; "
+        "import sys; import scoring.priming.clipscore, scoring.priming.clip_checkpoints, scoring.priming.clip_scorer; "
         "print(sorted(m for m in ('torch', 'open_clip') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)

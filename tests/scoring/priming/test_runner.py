@@ -26,6 +26,8 @@ from ratinggame.models import CaptionPair, Pool, PrimingStatus
 from ratinggame.pairs.services import pair_create, pairs_created
 from scoring.models import Calibration, ModelRating
 from scoring.priming import runner as prime_runner
+from scoring.priming.clip_metrics import clip_identity
+from scoring.priming.registry import PrimingModels, loaded_models_clear
 from scoring.tasks import prime_pairs, sweep_pending_priming
 from tests.celery_broker import celery_sending_to
 from tests.factories import ImageFactory
@@ -48,9 +50,9 @@ def tiny_dir(tmp_path_factory):
 @pytest.fixture
 def priming(settings, tiny_dir):
     settings.RATINGGAME = {**settings.RATINGGAME, "PRIMING_MODEL": str(tiny_dir), "PRIMING_PRETRAINED": ""}
-    prime_runner._SCORERS.clear()
+    loaded_models_clear()
     yield settings
-    prime_runner._SCORERS.clear()
+    loaded_models_clear()
 
 
 def make_pairs(captions_per_image: list[int], pool: str = Pool.GAME, references=None) -> list[CaptionPair]:
@@ -133,7 +135,7 @@ def test_stale_claims_are_taken_over_fresh_ones_are_not(priming):
 def test_each_image_is_decoded_and_encoded_once_per_batch(priming):
     pairs = make_pairs([3, 2, 2])  # 3 images, 7 captions
     CaptionPair.objects.update(priming_status=PrimingStatus.PENDING)
-    scorer = prime_runner.get_scorer(str(priming.RATINGGAME["PRIMING_MODEL"]), None, None)
+    scorer = PrimingModels.from_settings().clip()
     decoded, encoded, calls, texts = (
         scorer.images_decoded,
         scorer.images_encoded,
@@ -151,7 +153,7 @@ def test_bad_checkpoint_fails_the_pairs_with_a_clear_error_and_the_game_goes_on(
     bad = tmp_path / "broken.pt"
     bad.write_bytes(b"this is not a checkpoint")
     settings.RATINGGAME = {**settings.RATINGGAME, "PRIMING_MODEL": "ViT-B-32", "PRIMING_PRETRAINED": str(bad)}
-    prime_runner._SCORERS.clear()
+    loaded_models_clear()
     (pair,) = make_pairs([1])
     prime_pairs.delay([pair.pk])
     pair.refresh_from_db()
@@ -170,7 +172,7 @@ def test_without_a_model_new_pairs_wait_visibly_and_are_primed_once_one_is_set(
     from django.core.management import call_command
 
     settings.RATINGGAME = {**settings.RATINGGAME, "PRIMING_MODEL": "", "PRIMING_PRETRAINED": ""}
-    prime_runner._SCORERS.clear()
+    loaded_models_clear()
     with django_capture_on_commit_callbacks(execute=True):
         waiting = make_pairs([2])  # dispatched on commit (eager): the task finds no model
     for pair in waiting:
@@ -238,7 +240,7 @@ def test_model_given_on_the_command_line_does_not_inherit_the_settings_weights(s
     # Settings point at another model with a checkpoint file; the command names a folder model,
     # which brings its own weights: inheriting the settings' file would be refused.
     settings.RATINGGAME = {**settings.RATINGGAME, "PRIMING_MODEL": "", "PRIMING_PRETRAINED": "/models/other.pt"}
-    prime_runner._SCORERS.clear()
+    loaded_models_clear()
     make_pairs([2])
     call_command("prime_pairs", "--model", str(tiny_dir))
     assert "2 pair(s): 2 primed" in capsys.readouterr().out
@@ -322,12 +324,12 @@ def tiny_pacs(tiny_dir, tmp_path_factory):
 
 def plain_clip_s(tiny_dir, pairs: list[CaptionPair]) -> list[float]:
     """CLIP-S (w = 2.5) of the pairs by the tiny model, through a scorer of its own."""
-    from scoring.priming.clip_models import load_scorer
+    from scoring.priming.clip_checkpoints import load_scorer
 
     scorer = load_scorer(str(tiny_dir), device="cpu")
     return [
         s.clip_s
-        for s in scorer.score_pairs([(p.image.sha256, prime_runner._loader(p), p.caption, None) for p in pairs])
+        for s in scorer.score_pairs([(p.image.sha256, prime_runner.image_loader(p), p.caption, None) for p in pairs])
     ]
 
 
@@ -338,7 +340,7 @@ def test_pacs_checkpoint_from_the_settings_primes_with_w_2(settings, tiny_dir, t
         "PRIMING_PRETRAINED": "",
         "PRIMING_PACS_CHECKPOINT": str(tiny_pacs),
     }
-    prime_runner._SCORERS.clear()
+    loaded_models_clear()
     pairs = make_pairs([2, 1])
     assert prime_pairs.delay([p.pk for p in pairs]).get()["primed"] == 3
     expected = [2.0 / 2.5 * value for value in plain_clip_s(tiny_dir, pairs)]  # same weights, w = 2.0
@@ -347,7 +349,7 @@ def test_pacs_checkpoint_from_the_settings_primes_with_w_2(settings, tiny_dir, t
     assert [r.metric for r in rows] == ["pac_s"] * 3
     assert [r.raw_score for r in rows] == pytest.approx(expected, abs=1e-5)
     assert all("w=2.0" in r.model_identity for r in rows)
-    prime_runner._SCORERS.clear()
+    loaded_models_clear()
 
 
 def test_pacs_checkpoint_on_the_command_line(settings, tiny_dir, tiny_pacs, capsys):
@@ -355,14 +357,14 @@ def test_pacs_checkpoint_on_the_command_line(settings, tiny_dir, tiny_pacs, caps
 
     # The settings name another model: --model takes none of their weights, --pacs-checkpoint adds PAC-S.
     settings.RATINGGAME = {**settings.RATINGGAME, "PRIMING_MODEL": str(tiny_dir), "PRIMING_PRETRAINED": "x.pt"}
-    prime_runner._SCORERS.clear()
+    loaded_models_clear()
     pairs = make_pairs([1])
     call_command("prime_pairs", "--model", TINY_NAME, "--pacs-checkpoint", str(tiny_pacs), "--device", "cpu")
     out = capsys.readouterr().out
     assert "w=2.0" in out and "1 pair(s): 1 primed" in out
     (row, _) = ModelRating.objects.filter(pair=pairs[0]).order_by("slot")
     assert row.metric == "pac_s" and row.raw_score == pytest.approx(0.8 * plain_clip_s(tiny_dir, pairs)[0], abs=1e-5)
-    prime_runner._SCORERS.clear()
+    loaded_models_clear()
 
 
 def save_predictor(base_identity: str, *, active: bool, bias: float):
@@ -391,8 +393,8 @@ def test_an_active_predictor_takes_slot_2_the_prime_kept_longest(priming):
     from ratinggame.game.aggregates import in_force
     from scoring.priming import model_vicr as predictor
 
-    scorer = prime_runner.get_scorer(str(priming.RATINGGAME["PRIMING_MODEL"]), None, None)
-    identity = prime_runner.scorer_identity(scorer)
+    scorer = PrimingModels.from_settings().clip()
+    identity = clip_identity(scorer)
     run, model = save_predictor(identity, active=True, bias=3.0)
     save_predictor("another model", active=True, bias=4.5)  # trained on another scorer: never used here
     plain = make_pairs([1])
@@ -418,8 +420,8 @@ def test_an_active_predictor_takes_slot_2_the_prime_kept_longest(priming):
 
 
 def test_an_inactive_predictor_is_not_used(priming):
-    scorer = prime_runner.get_scorer(str(priming.RATINGGAME["PRIMING_MODEL"]), None, None)
-    save_predictor(prime_runner.scorer_identity(scorer), active=False, bias=3.0)
+    scorer = PrimingModels.from_settings().clip()
+    save_predictor(clip_identity(scorer), active=False, bias=3.0)
     pairs = make_pairs([1]) + make_pairs([1], references=["a dog on grass"])
     prime_pairs.delay([p.pk for p in pairs])
     assert [r[1] for r in primes_of(pairs[0])] == ["clip_s", "clip_s"]
@@ -427,7 +429,7 @@ def test_an_inactive_predictor_is_not_used(priming):
 
 
 def stored_image(pair):
-    return prime_runner._loader(pair)()
+    return prime_runner.image_loader(pair)()
 
 
 def test_a_16_bit_image_is_primed_like_its_8_bit_version(priming):

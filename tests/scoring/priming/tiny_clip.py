@@ -1,6 +1,6 @@
 """A tiny randomly initialised open_clip model saved in open_clip's folder layout.
 
-Same architecture and layout as tests/scoring/priming/test_clip_models.py (2-layer towers, 64 wide,
+Same architecture and layout as tests/scoring/priming/test_clip_checkpoints.py (2-layer towers, 64 wide,
 32 px images, the standard tokenizer): a folder with open_clip_config.json and
 open_clip_model.safetensors, which `load_scorer(folder)` reads, so a worker subprocess can
 load it from RATINGGAME_PRIMING_MODEL without registering a model config.

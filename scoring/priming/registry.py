@@ -1,0 +1,95 @@
+"""The priming scorers of SPEC section 4, ordered from least to most trusted, and the models a
+worker loads.
+
+``SCORERS`` is the one ordered list: CLIP-S or PAC-S (whichever weights are configured; the
+same formula), then RefCLIP-S (the same model, also reading the pair's reference captions),
+then the learned predictor (active only once it beat calibrated CLIP-S on held-out ratings).
+For each pair, the most trusted scorer that applies fills slot 2 (the prime kept longest) and
+the next one slot 1 (``scoring.priming.runner``). Adding a scorer is its own module (a class
+following ``scoring.priming.scorer.Scorer``) plus its place in this list.
+
+``PrimingModels`` is what one worker has configured (from the settings or a command's
+options); the heavy models are built on first use and kept for the life of the process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+
+from scoring.priming.clip_metrics import ClipS, PacS, RefClipS
+from scoring.priming.model_vicr import LearnedPredictor
+from scoring.priming.scorer import Scorer, ScorerLoadError
+
+if TYPE_CHECKING:
+    from scoring.priming.clip_scorer import ClipScorer
+
+SCORERS: tuple[type[Scorer], ...] = (ClipS, PacS, RefClipS, LearnedPredictor)
+
+# Models built in this process, by their configuration (loading one takes seconds).
+_LOADED: dict[tuple, Any] = {}
+
+
+def scorer_class(metric: str) -> type[Scorer]:
+    """The registry entry of ``metric``; raises KeyError for a metric no scorer produces."""
+    for scorer in SCORERS:
+        if scorer.metric == metric:
+            return scorer
+    raise KeyError(f"no priming scorer produces the metric {metric!r}")
+
+
+@dataclass(frozen=True)
+class PrimingModels:
+    """The priming configuration of one worker: the open_clip model (and PAC-S checkpoint) and
+    where to run it. Empty ``model``: no model configured (pairs wait with a note)."""
+
+    model: str = ""
+    pretrained: str | None = None
+    pacs_checkpoint: str | None = None
+    device: str | None = None
+    batch_size: int = 64
+
+    @classmethod
+    def from_settings(cls, **overrides: Any) -> PrimingModels:
+        """The settings' configuration (empty strings mean none), with ``overrides`` on top."""
+        conf = settings.RATINGGAME
+        values = {
+            "model": conf.get("PRIMING_MODEL", ""),
+            "pretrained": conf.get("PRIMING_PRETRAINED", "") or None,
+            "pacs_checkpoint": conf.get("PRIMING_PACS_CHECKPOINT", "") or None,
+            "device": conf.get("PRIMING_DEVICE", "") or None,
+            "batch_size": int(conf.get("PRIMING_BATCH_SIZE", 64)),
+        }
+        return cls(**{**values, **overrides})
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.model)
+
+    def clip(self) -> ClipScorer:
+        """The open_clip scorer of this configuration, loaded once per process; raises ScorerLoadError."""
+        if not self.model:
+            raise ScorerLoadError("no priming model configured (set RATINGGAME_PRIMING_MODEL)")
+        key = ("clip", self.model, self.pretrained, self.device, self.pacs_checkpoint)
+        if key not in _LOADED:
+            from scoring.priming.clip_checkpoints import load_scorer
+
+            if self.pacs_checkpoint:
+                _LOADED[key] = load_scorer(
+                    self.model, self.pacs_checkpoint, self.device, pacs=True, base=self.pretrained
+                )
+            else:
+                _LOADED[key] = load_scorer(self.model, self.pretrained, self.device)
+        return _LOADED[key]
+
+    def scorers(self) -> list[Scorer]:
+        """The scorers this configuration provides, in registry order (worst first); raises
+        ScorerLoadError when a configured model cannot be loaded."""
+        return [scorer for kind in SCORERS if (scorer := kind.build(self)) is not None]
+
+
+def loaded_models_clear() -> None:
+    """Forget the models this process loaded (tests that change the configured weights)."""
+    _LOADED.clear()
