@@ -9,6 +9,18 @@ import pytest
 # CI sets RATINGGAME_REQUIRE_SERVICES=1: a missing PostgreSQL, Redis or Chromium is then a
 # failure, not a skip, so a green CI run means those tests really ran.
 REQUIRE_SERVICES = os.environ.get("RATINGGAME_REQUIRE_SERVICES") == "1"
+# The full-size versions of the slow tests (large simulated crowds, many generated requests) run
+# in CI and with RATINGGAME_FULL_TESTS=1; a developer's `make test` runs their smaller versions.
+FULL_TESTS = REQUIRE_SERVICES or os.environ.get("RATINGGAME_FULL_TESTS") == "1"
+
+
+def pytest_collection_modifyitems(config, items):
+    if FULL_TESTS:
+        return
+    skip = pytest.mark.skip(reason="slow, full size: runs in CI (RATINGGAME_FULL_TESTS=1 runs it here)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
 
 
 def service_missing(reason: str) -> None:

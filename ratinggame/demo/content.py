@@ -1,9 +1,10 @@
 """Demo content: captions at every level of the VICR scale for photographs shipped in scikit-image.
 
 The data is ``content.json`` beside this module (``images``: key -> file name in skimage/data;
-``tutorial``, ``probation`` and ``game``: the pairs), read once by ``ratinggame.demo.loader``. The images are files of the scikit-image
-package (``skimage/data``), so nothing is downloaded. Captions are written the way
-captioning models and people write them; ``source`` says which kind each imitates
+``tutorial``, ``probation`` and ``game``: the pairs), read once by ``ratinggame.demo.loader``.
+The images are files of the scikit-image package (``skimage/data``), so nothing is downloaded.
+Captions are written the way captioning models and people write them; ``source`` says which
+kind each imitates
 ("mismatched" = a caption written for another image, which always rates 1).
 
 Expert ratings follow the 5-level scale of the VICR paper (Table 2, SPEC.md section 1):

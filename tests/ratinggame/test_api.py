@@ -21,6 +21,7 @@ from annotators.models import RaterAction, RaterProfile, RaterState
 from ratinggame import game
 from ratinggame.models import Assignment, CaptionPair, Image, Pool, PrimingStatus, Rating
 from scoring.models import ExportJob
+from tests.conftest import FULL_TESTS
 from tests.factories import CaptionPairFactory, TutorialPairFactory, png_bytes, rating_make
 from tests.ratinggame.api_helpers import (
     PASSWORD,
@@ -459,6 +460,8 @@ def _connections_kept_open():
 # checks route by route), and how many examples each operation gets per generation mode.
 # Admins may use every path; they get fewer examples per operation so that the three runs
 # together stay well under a minute on a 2-core machine.
+# Examples per operation and mode: the full number in CI, fewer in a developer's `make test`.
+LOCAL_EXAMPLES = 3
 SCHEMATHESIS_ROLES = {
     "annotator": (("/api/auth/", "/api/game/"), 8),
     "researcher": (("/api/auth/", "/api/pairs/", "/api/ratings/", "/api/exports/"), 8),
@@ -506,7 +509,6 @@ def no_server_error_run(strategy, *, examples: int, headers: dict, seen: set[int
     no_server_error()
 
 
-@pytest.mark.slow
 @pytest.mark.usefixtures("_connections_kept_open")
 @pytest.mark.parametrize("role", list(SCHEMATHESIS_ROLES))
 def test_generated_requests_never_get_a_server_error(role):
@@ -515,11 +517,13 @@ def test_generated_requests_never_get_a_server_error(role):
     Every operation is tried; those the role may use must be reached (some answer other than
     401/403): the game by an annotator in the game, the research endpoints by a researcher,
     everything by an admin. Half of the valid requests name real objects (path ids, the open
-    assignment) instead of random ones. Bounded: a few examples per operation and mode.
+    assignment) instead of random ones. Bounded: a few examples per operation and mode (fewer
+    outside CI: tests.conftest.FULL_TESTS).
     (schemathesis' lazy pytest loader does not run under pytest 9, so the operations are driven
     with hypothesis directly.)
     """
     prefixes, examples = SCHEMATHESIS_ROLES[role]
+    examples = examples if FULL_TESTS else LOCAL_EXAMPLES
     user, ids, profile_id, open_assignment = schemathesis_world(role)
     headers = {"Authorization": f"Token {Token.objects.create(user=user).key}"}
     # Revoking the token would log the requests out for the rest of the run.
