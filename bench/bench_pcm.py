@@ -18,7 +18,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from annotators.competency.pcm import fit_pcm, latent_regression, thurstonian_thresholds
+from annotators.competency.pcm import fit_pcm, thurstonian_thresholds
+from annotators.competency.regression import latent_regression
 from annotators.competency.wright_map import wright_map_svg
 
 # Share of pairs with 3, 4, 5, 6, 7 ratings: mean 4.36 ratings per pair, as VICR's 68,217 / 15,646.

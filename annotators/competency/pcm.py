@@ -92,7 +92,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import statsmodels.api as sm
 
 MAX_SCORE = 2  # the rubric: LA = 0, AA = 1, EA = 2
 EXTREME_SCORE_ADJUSTMENT = 0.3
@@ -697,45 +696,3 @@ def thurstonian_thresholds(thresholds: np.ndarray) -> np.ndarray:
     tau1 = np.where(both, d1 - log_term, d1)
     tau2 = np.where(both, d2 + log_term, d2)
     return np.stack([tau1, tau2], axis=1)
-
-
-def latent_regression(
-    abilities: np.ndarray, training_scores_percent: np.ndarray, ability_se: np.ndarray | None = None
-) -> dict:
-    """Regress rater competency (logits) on tutorial score (percent, 0-100).
-
-    The paper fits a latent regression (population model) in ConQuest and reports 0.017
-    logits per 1% (SE 0.003), i.e. 0.17 per 10%. Here, a two-step approximation on the JML
-    point estimates: ordinary least squares (statsmodels OLS), or weighted least squares
-    with weights 1/se^2 when ability_se is given. Error in the dependent variable leaves the
-    OLS slope unbiased and widens its standard error. Raters with a NaN ability or score are
-    left out.
-    """
-    y = np.asarray(abilities, dtype=float)
-    score = np.asarray(training_scores_percent, dtype=float)
-    keep = np.isfinite(y) & np.isfinite(score)
-    if keep.sum() < 3:
-        raise ValueError("the regression needs at least 3 raters with a competency and a tutorial score")
-    design = sm.add_constant(score[keep], has_constant="add")
-    if ability_se is None:
-        fit = sm.OLS(y[keep], design).fit()
-        method = "OLS"
-    else:
-        se = np.asarray(ability_se, dtype=float)
-        keep_se = np.isfinite(se[keep]) & (se[keep] > 0)
-        design = design[keep_se]
-        fit = sm.WLS(y[keep][keep_se], design, weights=1 / se[keep][keep_se] ** 2).fit()
-        method = "WLS"
-    coef, coef_se = float(fit.params[1]), float(fit.bse[1])
-    return {
-        "method": method,
-        "n": int(fit.nobs),
-        "intercept": float(fit.params[0]),
-        "intercept_se": float(fit.bse[0]),
-        "coef_per_percent": coef,
-        "se_per_percent": coef_se,
-        "coef_per_10_percent": 10 * coef,
-        "se_per_10_percent": 10 * coef_se,
-        "p_value": float(fit.pvalues[1]),
-        "r_squared": float(fit.rsquared),
-    }

@@ -10,6 +10,8 @@ from ratinggame.models import Pool
 from scoring.export.figures import distribution_bars_svg, source_shares_svg
 from scoring.export.stats import AGREEMENT_ROWS, PAPER_TABLE3
 
+NO_REGRESSION = "fewer than 3 raters with game ratings and a tutorial score"
+
 
 def _figure(value: float | None, digits: int = 1) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
@@ -36,9 +38,15 @@ def _competency(statistics: dict) -> dict:
             "p": p,
             "p_text": f"p {p}" if p.startswith("<") else f"p = {p}",
             "n": regression.get("n"),
+            "too_few": bool(regression.get("too_few")),
+            "min_raters": regression.get("min_raters"),
         }
+    details = competency.get("details") or {}
     return {
         **competency,
+        "not_converged": details.get("converged") is False,
+        "regression_not_converged": regression.get("converged") is False,
+        "regression_note": details.get("regression_note") or NO_REGRESSION,
         "regression_row": row,
         "paper_coef": f"{paper.get('coef_per_10_percent', 0.17):+.2f}",
         "paper_se": f"{paper.get('se_per_10_percent', 0.03):.2f}",

@@ -16,7 +16,6 @@ from statsmodels.tools.sm_exceptions import ModelWarning
 from annotators.competency.pcm import (
     _conditional_probs,
     fit_pcm,
-    latent_regression,
     rubric_score,
     rubric_scores,
     thurstonian_thresholds,
@@ -215,39 +214,6 @@ def test_rubric_scores_exact_adjacent_and_lack_of_agreement():
     np.testing.assert_array_equal(rubric_scores([3, 2, 5, np.nan], [3, 3, 2, 4]), [2, 1, 0, np.nan])
     with pytest.raises(ValueError):
         rubric_score(2.5, 3)
-
-
-def test_latent_regression_recovers_a_known_slope_by_hand_least_squares():
-    rng = np.random.default_rng(16)
-    score = rng.uniform(50, 100, 113)
-    ability = -1.2 + 0.017 * score + rng.normal(0, 0.3, 113)
-    ability[:3] = np.nan  # raters without a fitted competency are left out
-    fit = latent_regression(ability, score)
-    x, y = score[3:], ability[3:]
-    sxx = ((x - x.mean()) ** 2).sum()
-    slope = ((x - x.mean()) * (y - y.mean())).sum() / sxx
-    residual = y - (y.mean() + slope * (x - x.mean()))
-    slope_se = np.sqrt((residual**2).sum() / (x.size - 2) / sxx)
-    assert fit["n"] == 110 and fit["method"] == "OLS"
-    assert fit["coef_per_percent"] == pytest.approx(slope)
-    assert fit["se_per_percent"] == pytest.approx(slope_se)
-    assert fit["coef_per_10_percent"] == pytest.approx(10 * slope)
-    assert fit["intercept"] == pytest.approx(y.mean() - slope * x.mean())
-    assert abs(fit["coef_per_percent"] - 0.017) < 3 * fit["se_per_percent"]
-    assert fit["p_value"] < 0.05
-
-
-def test_latent_regression_weights_by_inverse_squared_standard_error():
-    rng = np.random.default_rng(17)
-    score = rng.uniform(50, 100, 60)
-    se = rng.uniform(0.1, 0.6, 60)
-    ability = 0.02 * score + rng.normal(0, se)
-    fit = latent_regression(ability, score, ability_se=se)
-    w = 1 / se**2
-    xm, ym = np.average(score, weights=w), np.average(ability, weights=w)
-    slope = (w * (score - xm) * (ability - ym)).sum() / (w * (score - xm) ** 2).sum()
-    assert fit["method"] == "WLS"
-    assert fit["coef_per_percent"] == pytest.approx(slope)
 
 
 def parse_svg(svg: str) -> ET.Element:

@@ -498,7 +498,9 @@ def competency_run(world) -> CompetencyAnalysis:
 def test_the_latest_competency_analysis_is_in_the_bundle_with_pseudonyms_only(world, tmp_path):
     analysis = competency_run(world)
     regression = analysis.regression
-    assert regression["n"] == len(world.raters) and regression["coef_per_10_percent"] is not None
+    # The regression's competency is fitted on game pairs only: a few raters, marked too few.
+    assert 3 <= regression["n"] <= len(world.raters) and regression["coef_per_10_percent"] is not None
+    assert regression["too_few"] is True
     out = tmp_path / "out"
     build(out, formats=("jsonl",), samples=2)
 
@@ -586,3 +588,22 @@ def test_a_job_records_when_it_started(world):
     export_job_run.delay(job.pk)
     job.refresh_from_db()
     assert job.created_at <= job.started_at <= job.finished_at
+
+
+def test_a_fit_that_did_not_converge_is_flagged_in_the_report_and_datasheet(world, tmp_path):
+    CompetencyAnalysis.objects.create(
+        status=AnalysisStatus.DONE,
+        finished_at=timezone.now(),
+        details={"converged": False, "game_items": 3, "tutorial_items": 0, "probation_items": 0},
+        regression={"n": 8, "too_few": True, "min_raters": 20, "coef_per_10_percent": 0.78, "converged": False},
+    )
+    out = tmp_path / "out"
+    build(out, formats=("csv",), samples=2)
+    competency = json.loads((out / "statistics.json").read_text())["competency"]
+    assert competency["details"]["converged"] is False and competency["regression"]["too_few"] is True
+    report = (out / "report.html").read_text()
+    datasheet = (out / "datasheet.md").read_text()
+    assert "the Partial Credit Model did not converge" in report
+    assert "the Partial Credit Model did not converge" in datasheet
+    assert "Too few raters to interpret (20 needed): +0.780" in report
+    assert "too few raters\nto interpret (n = 8, at least 20 needed" in datasheet
