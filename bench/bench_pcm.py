@@ -133,7 +133,8 @@ def honesty(args) -> None:
     slopes: dict[float, list[tuple[float, float]]] = {0.0: [], TRUE_SLOPE: []}
     for offset in range(args.seeds):
         for true_slope, found in slopes.items():
-            scores, theta, _, tutorial = synthetic_scores(args.raters, args.pairs, args.seed + 1000 + offset, true_slope)
+            seed = args.seed + 1000 + offset
+            scores, theta, _, tutorial = synthetic_scores(args.raters, args.pairs, seed, true_slope)
             regression = game_competency_regression(scores, np.ones(scores.shape[1], dtype=bool), tutorial)
             found.append((regression["coef_per_percent"], regression["se_per_percent"]))
             if true_slope != TRUE_SLOPE:
