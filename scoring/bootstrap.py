@@ -49,9 +49,18 @@ def pair_groups(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def multinomial_counts(sizes: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """resamples x groups: how often each group's pairs are drawn when all pairs are resampled."""
+    """resamples x groups: how often each group's pairs are drawn when all pairs are resampled.
+
+    A multinomial over the groups when they are few; with many small groups (one pair each, as
+    for model scores), drawing the pairs' indices and counting them is faster.
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
     total = int(sizes.sum())
-    return rng.multinomial(total, sizes / total, size=resamples).astype(np.float64)
+    if 4 * len(sizes) < total:
+        return rng.multinomial(total, sizes / total, size=resamples).astype(np.float64)
+    group_of = np.repeat(np.arange(len(sizes)), sizes)[rng.integers(0, total, (resamples, total))]
+    rows = np.arange(resamples)[:, None] * len(sizes)
+    return np.bincount((rows + group_of).ravel(), minlength=resamples * len(sizes)).reshape(resamples, -1).astype(float)
 
 
 def sorted_triple_distribution(counts: np.ndarray) -> np.ndarray:

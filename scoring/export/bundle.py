@@ -27,16 +27,20 @@ from django.conf import settings
 from django.core.files.storage import default_storage
 
 from ratinggame.models import MIN_HUMAN_RATINGS
-from scoring.agreement import virtual_rater_report
+from scoring.bootstrap import RESAMPLES
 from scoring.export.data import ExportData, Progress, export_data_collect, iso_utc
 from scoring.export.files import file_sha256, folder_files
 from scoring.export.formats import DEFAULT_FORMATS, FORMATS, formats_parse, table_write
 from scoring.export.report import datasheet_render, report_render
 from scoring.export.stats import (
+    MIN_IMAGES_TO_INTERPRET,
+    MIN_PAIRS_TO_INTERPRET,
     PAPER_TABLE3,
+    agreement_block,
     json_safe,
     metric_correlation,
     pair_summary,
+    paper_comparison,
     rating_distribution,
     source_distributions,
 )
@@ -76,6 +80,7 @@ def export_build(
     with_images: bool = False,
     progress: Progress | None = None,
     samples: int = SAMPLES,
+    resamples: int = RESAMPLES,
 ) -> dict:
     """Write the bundle into ``out_dir`` and return its counts.
 
@@ -89,6 +94,8 @@ def export_build(
         raise ValueError(f"min_ratings must be a whole number >= 1, got {min_ratings!r}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed must be a whole number, got {seed!r}")
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 0:
+        raise ValueError(f"resamples must be a whole number >= 0, got {resamples!r}")
     report = progress or (lambda fraction, message: None)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -97,6 +104,7 @@ def export_build(
         "min_ratings": min_ratings,
         "seed": seed,
         "samples": samples,
+        "resamples": resamples,
         "formats": list(formats),
         "with_images": with_images,
     }
@@ -107,9 +115,7 @@ def export_build(
     splits = {pair.id: split_for_image(pair.image_sha256, seed) for pair in data.pairs}
     report(0.45, "Computing agreement statistics")
     summaries = {pair.id: pair_summary(pair.ratings) for pair in data.pairs}
-    statistics = export_statistics(
-        data, splits=splits, summaries=summaries, seed=seed, samples=samples, parameters=parameters
-    )
+    statistics = export_statistics(data, splits=splits, summaries=summaries, parameters=parameters)
 
     statistics["competency"], wright_map = competency_section(data.pseudonyms)
 
@@ -133,18 +139,21 @@ def export_build(
 
 
 def export_statistics(
-    data: ExportData, *, splits: dict[int, str], summaries: dict[int, tuple], seed: int, samples: int, parameters: dict
+    data: ExportData, *, splits: dict[int, str], summaries: dict[int, tuple], parameters: dict
 ) -> dict:
-    """statistics.json: agreement, distributions, counts, splits and metric correlations.
+    """statistics.json: agreement (with 95% intervals, overall and per caption source),
+    distributions, counts, splits and metric correlations.
 
-    ``summaries`` holds each pair's (mean, consensus, sd) from `pair_summary`.
+    ``summaries`` holds each pair's (mean, consensus, sd) from `pair_summary`; ``parameters``
+    the export's (seed, samples, resamples).
     """
     ratings = {pair.id: pair.ratings for pair in data.pairs}
     consensus = {pair_id: summary[1] for pair_id, summary in summaries.items()}
-    try:
-        agreement, agreement_note = virtual_rater_report(list(ratings.values()), samples=samples, seed=seed), ""
-    except ValueError as error:  # fewer than 2 pairs with 3 ratings: nothing to compare
-        agreement, agreement_note = None, str(error)
+    options = {key: parameters[key] for key in ("samples", "seed", "resamples")}
+    overall = agreement_block(list(ratings.values()), **options)
+    by_source: dict[str, list[list[int]]] = {}
+    for pair in data.pairs:
+        by_source.setdefault(pair.source, []).append(pair.ratings)
     split_counts = {name: {"images": 0, "pairs": 0, "ratings": 0} for name in SPLITS}
     split_images: dict[str, set[int]] = {name: set() for name in SPLITS}
     for pair in data.pairs:
@@ -155,6 +164,7 @@ def export_statistics(
     for name in SPLITS:
         split_counts[name]["images"] = len(split_images[name])
     test_ratings = {pair_id: values for pair_id, values in ratings.items() if splits[pair_id] == TEST}
+    few_test_images = split_counts[TEST]["images"] < MIN_IMAGES_TO_INTERPRET
     correlations, model_scores = [], []
     for column in data.model_columns:
         by_pair = data.model_scores[(column.metric, column.model_identity)]
@@ -175,17 +185,27 @@ def export_statistics(
                     "model_identity": column.model_identity,
                     "score": kind,
                     "split": TEST,
-                    **metric_correlation(scores, test_ratings),
+                    **metric_correlation(
+                        scores, test_ratings, resamples=parameters["resamples"], seed=parameters["seed"]
+                    ),
                 }
             )
+            correlations[-1]["too_few"] = correlations[-1]["too_few"] or few_test_images
     return json_safe(
         {
             "parameters": parameters,
             "counts": data.counts,
             "splits": split_counts,
-            "agreement": agreement,
-            "agreement_note": agreement_note,
+            "agreement": overall["virtual_raters"],
+            "agreement_note": overall["note"],
+            "agreement_too_few": overall["too_few"],
+            "agreement_all_ratings": overall["all_ratings"],
+            "agreement_by_source": {
+                source: agreement_block(values, **options) for source, values in sorted(by_source.items())
+            },
             "paper_table3": PAPER_TABLE3,
+            "paper_comparison": paper_comparison(overall["virtual_raters"]),
+            "minimums": {"pairs": MIN_PAIRS_TO_INTERPRET, "test_images": MIN_IMAGES_TO_INTERPRET},
             "rating_distribution": rating_distribution(consensus.values()),
             "source_distributions": source_distributions((pair.source, consensus[pair.id]) for pair in data.pairs),
             "model_scores": model_scores,

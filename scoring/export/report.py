@@ -8,13 +8,39 @@ from annotators import journey
 from annotators.scale import LEVELS
 from ratinggame.models import Pool
 from scoring.export.figures import distribution_bars_svg, source_shares_svg
-from scoring.export.stats import AGREEMENT_ROWS, PAPER_TABLE3
+from scoring.export.stats import AGREEMENT_ROWS, ALL_RATINGS_ROWS, PAPER_TABLE3
 
 NO_REGRESSION = "fewer than 3 raters with game ratings and a tutorial score"
 
 
 def _figure(value: float | None, digits: int = 1) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _interval(found: dict | None) -> str:
+    found = found or {}
+    low, high = found.get("ci_low"), found.get("ci_high")
+    return "—" if low is None or high is None else f"[{low:.1f}, {high:.1f}]"
+
+
+def _inside(comparison: dict, statistic: str) -> str:
+    inside = (comparison.get("VICR") or {}).get(statistic, {}).get("inside")
+    return "—" if inside is None else ("yes" if inside else "no")
+
+
+def _source_rows(statistics: dict) -> list[dict]:
+    """One row per caption source: its main agreement figures with their intervals."""
+    rows = []
+    for source, block in (statistics.get("agreement_by_source") or {}).items():
+        virtual = block.get("virtual_raters") or {}
+        everything = block.get("all_ratings") or {}
+        cells = []
+        for found in (virtual.get("tau_X_YZ"), virtual.get("kendall_w"), virtual.get("fleiss_kappa")):
+            cells.append(f"{_figure((found or {}).get('mean'))} {_interval(found)}")
+        for found in (everything.get("krippendorff_alpha_ordinal"), everything.get("icc1")):
+            cells.append(f"{_figure((found or {}).get('value'))} {_interval(found)}")
+        rows.append({"source": source, "pairs": block.get("pairs"), "too_few": block.get("too_few"), "cells": cells})
+    return rows
 
 
 def _p_value(p: float | None) -> str:
@@ -59,6 +85,7 @@ def _competency(statistics: dict) -> dict:
 
 def _context(statistics: dict) -> dict:
     agreement = statistics.get("agreement") or {}
+    comparison = statistics.get("paper_comparison") or {}
     rows = []
     for key, label in AGREEMENT_ROWS:
         found = agreement.get(key) or {}
@@ -66,24 +93,39 @@ def _context(statistics: dict) -> dict:
             {
                 "label": label,
                 "mean": _figure(found.get("mean")),
+                "interval": _interval(found),
                 "sd": "" if found.get("sd") is None else f"{found['sd']:.2f}",
                 "vicr": _figure(PAPER_TABLE3["VICR"].get(key)),
+                "vicr_inside": _inside(comparison, key) if key in PAPER_TABLE3["VICR"] else "",
                 "flickr": _figure(PAPER_TABLE3["Flickr8k-Expert"].get(key)),
             }
         )
+    everything = statistics.get("agreement_all_ratings") or {}
+    all_rows = []
+    for key, label in ALL_RATINGS_ROWS:
+        found = everything.get(key) or {}
+        all_rows.append({"label": label, "value": _figure(found.get("value")), "interval": _interval(found)})
     distribution = statistics["rating_distribution"]
     total = sum(distribution.values())
     sources = [
         {"source": source, "counts": list(counts.values()), "total": sum(counts.values())}
         for source, counts in statistics["source_distributions"].items()
     ]
-    correlations = [{**row, "tau_text": _figure(row["tau_c"])} for row in statistics["metric_correlations"]]
+    correlations = [
+        {**row, "tau_text": _figure(row["tau_c"]), "interval": _interval(row)}
+        for row in statistics["metric_correlations"]
+    ]
     game = settings.RATINGGAME
     return {
         "statistics": statistics,
         "counts": statistics["counts"],
         "parameters": statistics["parameters"],
         "agreement_rows": rows,
+        "all_ratings_rows": all_rows,
+        "all_ratings": everything,
+        "source_agreement_rows": _source_rows(statistics),
+        "agreement_too_few": statistics.get("agreement_too_few"),
+        "minimums": statistics.get("minimums") or {},
         "agreement": agreement,
         "agreement_note": statistics.get("agreement_note", ""),
         "distribution_rows": [

@@ -11,6 +11,7 @@ from datetime import timedelta
 from html.parser import HTMLParser
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from django.core.management import CommandError, call_command
@@ -28,7 +29,7 @@ from scoring.export.bundle import export_build
 from scoring.export.figures import distribution_bars_svg, source_shares_svg
 from scoring.export.formats import formats_parse
 from scoring.export.jobs import TIME_LIMIT_SECONDS
-from scoring.export.stats import metric_correlation
+from scoring.export.stats import _tau_c_replicates, metric_correlation
 from scoring.models import ExportJob, ModelRating
 from scoring.tasks import export_job_run
 from tests.factories import CaptionPairFactory, ImageFactory
@@ -297,6 +298,7 @@ def test_manifest_checksums_match_the_files(world, tmp_path):
         "min_ratings": 3,
         "seed": 0,
         "samples": 100,
+        "resamples": 1000,
         "formats": list(ALL_FORMATS),
         "with_images": True,
     }
@@ -449,7 +451,7 @@ def test_metric_correlation_hand_computed():
     # no ratings. Rows (score, rating): (.1,1) (.1,2) (.5,2) (.9,3) (.9,3): n = 5, m = 3 classes.
     # Of the 10 row pairs 7 are concordant, 0 discordant, 3 tied: τ_c = 2·7 / (25 · 2/3) = 0.84.
     result = metric_correlation({"a": 0.1, "b": 0.5, "c": 0.9, "d": 0.2}, {"a": [1, 2], "b": [2], "c": [3, 3]})
-    assert result == {"tau_c": pytest.approx(84.0), "pairs": 3, "ratings": 5}
+    assert result == {"tau_c": pytest.approx(84.0), "pairs": 3, "ratings": 5, "too_few": True}
     assert metric_correlation({"a": 0.1}, {"a": [3]})["tau_c"] is None  # one row: nothing to rank
 
 
@@ -607,3 +609,44 @@ def test_a_fit_that_did_not_converge_is_flagged_in_the_report_and_datasheet(worl
     assert "the Partial Credit Model did not converge" in datasheet
     assert "Too few raters to interpret (20 needed): +0.780" in report
     assert "too few raters\nto interpret (n = 8, at least 20 needed" in datasheet
+
+
+def test_resampled_correlations_are_scipy_on_the_resampled_rows():
+    """Each bootstrap replicate of a metric correlation is τ_c of the rows of the pairs drawn
+    (a pair drawn twice gives its rows twice), computed here without scipy; checked with scipy."""
+    rng = np.random.default_rng(3)
+    scores = np.round(rng.uniform(0, 1, 60), 1)  # ties in the score too
+    counts = np.array([np.bincount(rng.integers(1, 6, rng.integers(3, 8)), minlength=6)[1:] for _ in scores])
+    weights = np.vstack([np.ones(60), rng.multinomial(60, np.full(60, 1 / 60), size=5)])
+    ours = _tau_c_replicates(scores, counts.astype(float), weights)
+    for row, found in zip(weights.astype(int), ours, strict=True):
+        xs = [s for s, c, w in zip(scores, counts, row, strict=True) for level in range(5) for _ in range(c[level] * w)]
+        ys = [level + 1 for c, w in zip(counts, row, strict=True) for level in range(5) for _ in range(c[level] * w)]
+        assert found == pytest.approx(stats.kendalltau(xs, ys, variant="c").statistic)
+
+
+def test_every_statistic_has_an_interval_and_small_sets_are_flagged(world, tmp_path):
+    out = tmp_path / "out"
+    build(out, formats=("csv",), samples=10, resamples=200)
+    statistics = json.loads((out / "statistics.json").read_text())
+    for key in ("tau_X_YZ", "kendall_w", "fleiss_kappa", "krippendorff_alpha"):
+        found = statistics["agreement"][key]
+        assert found["ci_low"] <= found["mean"] <= found["ci_high"], key
+    for key in ("krippendorff_alpha_ordinal", "krippendorff_alpha_interval", "icc1", "icc1k"):
+        found = statistics["agreement_all_ratings"][key]
+        assert found["ci_low"] <= found["value"] <= found["ci_high"], key
+    sources = {pair["source"] for pair in read_csv(out / "pairs.csv")}
+    assert set(statistics["agreement_by_source"]) == sources
+    # The fixed world is small: 31 pairs pass the documented minimum of 30, its sources and its
+    # test split do not, and say so.
+    assert statistics["agreement"]["pairs_used"] == 31 and statistics["agreement_too_few"] is False
+    assert all(block["pairs"] < 30 and block["too_few"] for block in statistics["agreement_by_source"].values())
+    assert all(row["too_few"] for row in statistics["metric_correlations"])
+    inside = statistics["paper_comparison"]["VICR"]["kendall_w"]
+    low, high = statistics["agreement"]["kendall_w"]["ci_low"], statistics["agreement"]["kendall_w"]["ci_high"]
+    assert inside == {"paper": 93.8, "inside": low <= 93.8 <= high}
+    report = (out / "report.html").read_text()
+    datasheet = (out / "datasheet.md").read_text()
+    for text in (report, datasheet):
+        assert ("95% interval" in text and "Too few to interpret" in text) or "too few to interpret" in text
+    assert "VICR inside our interval?" in report and "ICC(1,k)" in report and "ICC(1,k)" in datasheet
