@@ -41,6 +41,7 @@ from annotators.competency.wright_map import wright_map_svg
 from annotators.journey import TUTORIAL_SIZE
 from annotators.models import RaterProfile
 from ratinggame.models import MIN_HUMAN_RATINGS, CaptionPair, Pool, Rating, counted_ratings
+from scoring.aggregation import dawid_skene
 
 TUTORIAL_MAX_POINTS = 2 * TUTORIAL_SIZE
 PAPER_COEF_PER_10_PERCENT = 0.17
@@ -96,6 +97,20 @@ def build_responses() -> ResponseMatrix:
     )
 
 
+def rater_quality() -> dict[str, float]:
+    """Each rater's Dawid-Skene expected accuracy on the counted game ratings, by profile id.
+
+    A second view of rater quality beside the PCM (``scoring.aggregation``): it needs no
+    reference per rating, and it singles out raters who answer at random. Empty without ratings.
+    """
+    rows = list(Rating.objects.counted().filter(pair__pool=Pool.GAME).values_list("pair_id", "rater_id", "value"))
+    if not rows:
+        return {}
+    profiles = dict(RaterProfile.objects.values_list("user_id", "id"))
+    quality = dawid_skene(rows).rater_quality
+    return {str(profiles[user]): value for user, value in quality.items() if user in profiles}
+
+
 def _finite(value: float) -> float | None:
     return float(value) if np.isfinite(value) else None
 
@@ -137,6 +152,7 @@ def run_analysis() -> dict:
         "n_responses": int(np.isfinite(matrix.responses).sum()),
         "abilities": abilities,
         "regression": regression,
+        "rater_quality": rater_quality(),
         "wright_map_svg": svg,
         "details": {
             "game_items": int(np.sum(pools == Pool.GAME)),

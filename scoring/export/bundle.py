@@ -27,6 +27,7 @@ from django.conf import settings
 from django.core.files.storage import default_storage
 
 from ratinggame.models import MIN_HUMAN_RATINGS
+from scoring import aggregation
 from scoring.bootstrap import RESAMPLES
 from scoring.export.data import ExportData, Progress, export_data_collect, iso_utc
 from scoring.export.files import file_sha256, folder_files
@@ -61,6 +62,8 @@ PAIR_COLUMNS = (
     ("mean", "float"),
     ("consensus", "int"),
     ("sd", "float"),
+    ("ds_label", "int"),
+    ("ds_posterior", "float"),
 )
 RATING_COLUMNS = (
     ("pair_id", "int"),
@@ -118,9 +121,12 @@ def export_build(
     statistics = export_statistics(data, splits=splits, summaries=summaries, parameters=parameters)
 
     statistics["competency"], wright_map = competency_section(data.pseudonyms)
+    report(0.55, "Aggregating with Dawid-Skene")
+    aggregate = _aggregate(data)
+    statistics["rater_quality"] = _rater_quality_section(data, aggregate)
 
     report(0.6, "Writing tables")
-    pair_columns, pair_rows = _pair_table(data, splits, summaries)
+    pair_columns, pair_rows = _pair_table(data, splits, summaries, aggregate)
     table_write(out, "pairs", pair_columns, pair_rows, formats)
     rating_rows = [(r.pair_id, r.rater, r.value, iso_utc(r.submitted_at), round(r.seconds, 3)) for r in data.ratings]
     table_write(out, "ratings", RATING_COLUMNS, rating_rows, formats)
@@ -214,8 +220,29 @@ def export_statistics(
     )
 
 
+def _aggregate(data: ExportData) -> aggregation.Aggregate | None:
+    if not data.ratings:
+        return None
+    return aggregation.dawid_skene((rating.pair_id, rating.rater, rating.value) for rating in data.ratings)
+
+
+def _rater_quality_section(data: ExportData, aggregate: aggregation.Aggregate | None) -> dict:
+    """statistics.json's ``rater_quality``: each exported rater's Dawid-Skene expected accuracy."""
+    counts: dict[str, int] = {}
+    for rating in data.ratings:
+        counts[rating.rater] = counts.get(rating.rater, 0) + 1
+    quality = aggregate.rater_quality if aggregate is not None else {}
+    return {
+        "method": aggregation.METHOD,
+        "columns": ["ds_label", "ds_posterior"],
+        "raters": [
+            {"rater": rater, "ratings": counts[rater], "quality": quality.get(rater)} for rater in sorted(counts)
+        ],
+    }
+
+
 def _pair_table(
-    data: ExportData, splits: dict[int, str], summaries: dict[int, tuple]
+    data: ExportData, splits: dict[int, str], summaries: dict[int, tuple], aggregate: aggregation.Aggregate | None
 ) -> tuple[list[tuple[str, str]], list[tuple]]:
     columns = list(PAIR_COLUMNS)
     for column in data.model_columns:
@@ -236,6 +263,8 @@ def _pair_table(
             mean,
             consensus,
             sd,
+            aggregate.labels.get(pair.id) if aggregate else None,
+            aggregate.posterior.get(pair.id) if aggregate else None,
         ]
         for by_pair in score_maps:
             row.extend(by_pair.get(pair.id, (None, None)))

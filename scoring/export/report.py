@@ -143,6 +143,7 @@ def _context(statistics: dict) -> dict:
             )
         ),
         "competency": _competency(statistics),
+        "rater_quality": statistics.get("rater_quality") or {},
         "scale_levels": LEVELS,
         "min_seconds": journey.min_seconds(Pool.GAME),
         "priming_model": game.get("PRIMING_MODEL") or "",

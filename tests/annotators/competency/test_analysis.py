@@ -126,6 +126,9 @@ def test_analysis_end_to_end_ranks_simulated_raters(client, image, django_captur
     assert rho > 0.8, (rho, ability)
     # The best third of the simulated raters is above the worst third on average.
     assert ability[-4:].mean() > ability[:4].mean()
+    # Dawid-Skene's expected accuracy (on the game ratings alone) ranks them too.
+    quality = np.array([analysis.rater_quality[str(p.pk)] for p in profiles])
+    assert spearmanr(p_exact, quality).statistic > 0.7, quality
 
     # Tutorial scores were simulated with the same p_exact: the slope of the game-only
     # competency on them is positive; 12 raters are fewer than the documented minimum.
@@ -146,6 +149,7 @@ def test_analysis_end_to_end_ranks_simulated_raters(client, image, django_captur
     assert 'aria-labelledby="wright-map-title wright-map-desc"' in page
     assert f"Too few raters to interpret (20 needed): {analysis.regression['coef_per_10_percent']:.3f}" in page
     assert "did not converge" not in page
+    assert "DS accuracy" in page and f"{quality[-1]:.0%}" in page
     assert "<td>+0.17</td>" in page
     for value in ability:
         assert f"<td>{value:.2f}</td>" in page

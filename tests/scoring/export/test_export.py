@@ -650,3 +650,23 @@ def test_every_statistic_has_an_interval_and_small_sets_are_flagged(world, tmp_p
     for text in (report, datasheet):
         assert ("95% interval" in text and "Too few to interpret" in text) or "too few to interpret" in text
     assert "VICR inside our interval?" in report and "ICC(1,k)" in report and "ICC(1,k)" in datasheet
+
+
+def test_dawid_skene_columns_and_rater_quality_beside_the_raw_ratings(world, tmp_path):
+    out = tmp_path / "out"
+    build(out, formats=("csv",), samples=2, resamples=0)
+    pairs = read_csv(out / "pairs.csv")
+    ratings = read_csv(out / "ratings.csv")
+    assert all(row["ds_label"] in {"1", "2", "3", "4", "5"} for row in pairs)
+    assert all(0.2 <= float(row["ds_posterior"]) <= 1 for row in pairs)
+    # Unanimous pairs keep their level; the mean and consensus columns are still there.
+    by_pair: dict[str, list[int]] = defaultdict(list)
+    for row in ratings:
+        by_pair[row["pair_id"]].append(int(row["rating"]))
+    for row in pairs:
+        if len(set(by_pair[row["pair_id"]])) == 1:
+            assert int(row["ds_label"]) == by_pair[row["pair_id"]][0] == int(row["consensus"])
+    quality = json.loads((out / "statistics.json").read_text())["rater_quality"]
+    assert {r["rater"] for r in quality["raters"]} == {row["rater"] for row in ratings}
+    assert all(0 <= r["quality"] <= 1 for r in quality["raters"])
+    assert "Rater quality (Dawid-Skene)" in (out / "report.html").read_text()
