@@ -164,3 +164,16 @@ def report_render(statistics: dict, *, wright_map_svg: str = "") -> str:
 def datasheet_render(statistics: dict) -> str:
     """datasheet.md: how the data was collected, what the files hold, and what was left out."""
     return render_to_string("scoring/export/datasheet.md", _context(statistics))
+
+
+def dataset_card_render(statistics: dict, *, front_matter: str, pretty_name: str, code_version: str) -> str:
+    """README.md: the Hugging Face dataset card (``scoring.export.card`` writes its YAML header)."""
+    context = _context(statistics)
+    context.update(
+        front_matter=front_matter,
+        code_version=code_version,
+        pretty_name=pretty_name,
+        license=settings.RATINGGAME.get("DATASET_LICENSE") or "",
+        image_sources=statistics.get("image_sources") or [],
+    )
+    return render_to_string("scoring/export/README.md", context)

@@ -7,7 +7,7 @@ import math
 import re
 import zipfile
 from collections import Counter, defaultdict
-from datetime import timedelta
+from datetime import datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -25,9 +25,9 @@ from annotators.competency.jobs import competency_analysis_run
 from annotators.models import AnalysisStatus, CompetencyAnalysis, RaterProfile
 from ratinggame.models import CaptionPair, Pool, Rating
 from scoring.agreement import virtual_rater_report
-from scoring.export.bundle import export_build
+from scoring.export.bundle import CALIBRATED_DIGITS, PAIR_COLUMNS, RATING_COLUMNS, RAW_SCORE_DIGITS, export_build
 from scoring.export.figures import distribution_bars_svg, source_shares_svg
-from scoring.export.formats import formats_parse
+from scoring.export.formats import formats_parse, iso_utc
 from scoring.export.jobs import TIME_LIMIT_SECONDS
 from scoring.export.stats import _tau_c_replicates, metric_correlation
 from scoring.models import ExportJob, ModelRating
@@ -79,6 +79,20 @@ class TagCounter(HTMLParser):
         self.tags[tag] += 1
 
 
+def as_text_format(row: dict) -> dict:
+    """A Parquet row as the text formats write it: the documented decimals, ISO-8601 UTC times."""
+    digits = {column[0]: column[2] for column in (*PAIR_COLUMNS, *RATING_COLUMNS) if len(column) > 2}
+    converted = {}
+    for key, value in row.items():
+        places = digits.get(key) or (RAW_SCORE_DIGITS if key.endswith("__raw") else CALIBRATED_DIGITS)
+        if isinstance(value, datetime):
+            value = iso_utc(value)
+        elif isinstance(value, float):
+            value = round(value, places)
+        converted[key] = value
+    return converted
+
+
 def test_every_file_parses_and_the_three_formats_agree(world, tmp_path):
     counts = build(tmp_path / "out")
     out = tmp_path / "out"
@@ -87,9 +101,10 @@ def test_every_file_parses_and_the_three_formats_agree(world, tmp_path):
         from_jsonl = read_jsonl(out / f"{name}.jsonl")
         from_parquet = pq.read_table(out / f"{name}.parquet").to_pylist()
         assert len(from_csv) == len(from_jsonl) == len(from_parquet) == counts[name]
-        # JSON Lines and Parquet keep types; CSV holds the same values as text.
-        assert from_jsonl == from_parquet
-        as_text = [{k: "" if v is None else str(v) for k, v in row.items()} for row in from_parquet]
+        # Parquet keeps full types (UTC timestamps, full doubles); JSON Lines holds the same values
+        # with ISO times and rounded floats; CSV the JSON Lines values as text.
+        assert from_jsonl == [as_text_format(row) for row in from_parquet]
+        as_text = [{k: "" if v is None else str(v) for k, v in row.items()} for row in from_jsonl]
         assert from_csv == as_text
     statistics = json.loads((out / "statistics.json").read_text())
     assert statistics["counts"] == counts
@@ -142,7 +157,7 @@ def test_exclusions_primes_tutorial_probation_and_short_pairs_are_kept_out(world
         assert left_out.pk not in pair_ids
         assert left_out.pk not in rated_ids
     excluded_row = next(row for row in read_jsonl(out / "pairs.jsonl") if row["pair_id"] == world.excluded_pair.pk)
-    assert excluded_row["num_ratings"] == 3 and excluded_row["mean"] == pytest.approx(13 / 3)
+    assert excluded_row["num_ratings"] == 3 and excluded_row["mean"] == round(13 / 3, 4)  # 4 decimals in JSON Lines
     # Excluded ratings are counted by reason; the one without a reason is named so.
     assert counts["excluded_ratings"] == {
         "total": 3,
@@ -176,7 +191,7 @@ def test_pair_summary_columns_hand_computed(world, tmp_path):
     row = next(r for r in read_jsonl(tmp_path / "out" / "pairs.jsonl") if r["pair_id"] == pair.pk)
     assert row["mean"] == 2.5
     assert row["consensus"] == 3
-    assert row["sd"] == pytest.approx(math.sqrt(1 / 3))
+    assert row["sd"] == round(math.sqrt(1 / 3), 4)  # 4 decimals in JSON Lines
     assert row["caption"] == "mean two and a half"
     assert row["source"] == "flickr8k"
 
@@ -194,7 +209,9 @@ def test_model_scores_are_columns_raw_and_calibrated(world, tmp_path):
         )
     }
     for row in rows:
-        expected = stored.get(row["pair_id"], (None, None))
+        raw, value = stored.get(row["pair_id"], (None, None))
+        # JSON Lines rounds: raw scores to 6 decimals, calibrated ratings to 4 (Parquet keeps all).
+        expected = (raw, value) if raw is None else (round(raw, 6), round(value, 4))
         assert (row[clip["column_raw"]], row[clip["column_calibrated"]]) == expected
     assert clip["pairs"] == sum(1 for row in rows if row["pair_id"] in stored)
 
@@ -322,14 +339,19 @@ def test_a_new_export_replaces_the_old_bundle_only(world, tmp_path):
     (out / "notes.txt").write_text("mine")
     build(out, formats=("csv",))
     names = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+    splits = {
+        f"data/{table}-{split}.csv" for table in ("pairs", "ratings") for split in ("train", "validation", "test")
+    }
     assert names == {
         "pairs.csv",
         "ratings.csv",
         "statistics.json",
         "report.html",
         "datasheet.md",
+        "README.md",
         "manifest.json",
         "notes.txt",
+        *splits,
     }
     assert "notes.txt" not in json.loads((out / "manifest.json").read_text())["files"]
 
