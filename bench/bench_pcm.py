@@ -94,8 +94,8 @@ def main() -> None:
         f"pairs with a null category (smoothed) {result.item_null_category.sum()}"
     )
 
-    # The true parameters, in the fit's frame (thresholds centred at 0).
-    shift = delta.mean()
+    # The true parameters, in the fit's frame (the core raters' competencies centred at 0).
+    shift = theta[~result.rater_extreme].mean()
     true_theta, true_delta = theta - shift, delta - shift
     r = np.corrcoef(result.abilities, true_theta)[0, 1]
     slope, intercept = np.polyfit(true_theta, result.abilities, 1)
