@@ -51,6 +51,7 @@ def latent_regression(
         fit = sm.WLS(y[keep], design, weights=1 / (tau_squared + se[keep] ** 2)).fit()
         method = "WLS"
     coef, coef_se = float(fit.params[1]), float(fit.bse[1])
+    low, high = (float(v) for v in np.asarray(fit.conf_int(alpha=0.05))[1])
     return {
         "method": method,
         "n": int(fit.nobs),
@@ -63,6 +64,8 @@ def latent_regression(
         "se_per_percent": coef_se,
         "coef_per_10_percent": 10 * coef,
         "se_per_10_percent": 10 * coef_se,
+        "ci_low_per_10_percent": 10 * low,
+        "ci_high_per_10_percent": 10 * high,
         "p_value": float(fit.pvalues[1]),
         "r_squared": float(fit.rsquared),
     }

@@ -17,10 +17,17 @@ def _figure(value: float | None, digits: int = 1) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
-def _interval(found: dict | None) -> str:
+def _interval(found: dict | None, digits: int = 1) -> str:
     found = found or {}
     low, high = found.get("ci_low"), found.get("ci_high")
-    return "—" if low is None or high is None else f"[{low:.1f}, {high:.1f}]"
+    return "—" if low is None or high is None else f"[{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def _paper_inside(regression: dict, paper: float) -> str:
+    low, high = regression.get("ci_low_per_10_percent"), regression.get("ci_high_per_10_percent")
+    if low is None or high is None:
+        return "—"
+    return "yes" if low <= paper <= high else "no"
 
 
 def _inside(comparison: dict, statistic: str) -> str:
@@ -66,6 +73,14 @@ def _competency(statistics: dict) -> dict:
             "n": regression.get("n"),
             "too_few": bool(regression.get("too_few")),
             "min_raters": regression.get("min_raters"),
+            "interval": _interval(
+                {
+                    "ci_low": regression.get("ci_low_per_10_percent"),
+                    "ci_high": regression.get("ci_high_per_10_percent"),
+                },
+                digits=3,
+            ),
+            "paper_inside": _paper_inside(regression, paper.get("coef_per_10_percent", 0.17)),
         }
     details = competency.get("details") or {}
     return {

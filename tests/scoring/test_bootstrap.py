@@ -8,6 +8,7 @@ import itertools
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import statsmodels.api as sm
 import statsmodels.formula.api as smf
@@ -123,7 +124,7 @@ def test_alpha_over_all_ratings_is_the_general_alpha_with_each_pair_a_unit():
 def icc_by_definition(pairs: list[list[int]]) -> tuple[float, float]:
     """ICC(1) and ICC(1,k) from a one-way ANOVA fitted by statsmodels (pair as the factor)."""
     rows = [(str(pair), value) for pair, ratings in enumerate(pairs) for value in ratings]
-    data = {"pair": [r[0] for r in rows], "rating": [float(r[1]) for r in rows]}
+    data = pd.DataFrame({"pair": [r[0] for r in rows], "rating": [float(r[1]) for r in rows]})
     table = sm.stats.anova_lm(smf.ols("rating ~ C(pair)", data=data).fit())
     msb, msw = table["mean_sq"].iloc[0], table["mean_sq"].iloc[1]
     sizes = np.array([len(p) for p in pairs], dtype=float)

@@ -7,6 +7,7 @@ competency; each test states the truth and its tolerance.
 import numpy as np
 import pytest
 import statsmodels.api as sm
+from scipy import stats
 
 from annotators.competency.regression import REGRESSION_MIN_RATERS, game_competency_regression, latent_regression
 from tests.annotators.competency.test_pcm import pcm_probabilities
@@ -132,3 +133,12 @@ def test_a_regression_over_few_raters_is_marked_too_few_to_interpret():
     fit = latent_regression(rng.normal(0, 1, 8), score)
     assert fit["n"] == 8 and fit["too_few"] is True and fit["min_raters"] == REGRESSION_MIN_RATERS
     assert latent_regression(rng.normal(0, 1, 30), rng.uniform(50, 100, 30))["too_few"] is False
+
+
+def test_the_coefficient_has_its_95_percent_interval_from_the_t_distribution():
+    rng = np.random.default_rng(62)
+    score = rng.uniform(50, 100, 40)
+    fit = latent_regression(0.017 * score + rng.normal(0, 0.3, 40), score)
+    half = stats.t.ppf(0.975, fit["n"] - 2) * fit["se_per_10_percent"]
+    assert fit["ci_low_per_10_percent"] == pytest.approx(fit["coef_per_10_percent"] - half)
+    assert fit["ci_high_per_10_percent"] == pytest.approx(fit["coef_per_10_percent"] + half)

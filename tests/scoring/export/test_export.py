@@ -692,3 +692,16 @@ def test_dawid_skene_columns_and_rater_quality_beside_the_raw_ratings(world, tmp
     assert {r["rater"] for r in quality["raters"]} == {row["rater"] for row in ratings}
     assert all(0 <= r["quality"] <= 1 for r in quality["raters"])
     assert "Rater quality (Dawid-Skene)" in (out / "report.html").read_text()
+
+
+def test_the_regression_interval_says_whether_the_paper_lies_inside(world, tmp_path):
+    regression = {"n": 40, "too_few": False, "min_raters": 20, "coef_per_10_percent": 0.21, "se_per_10_percent": 0.05}
+    regression |= {"ci_low_per_10_percent": 0.11, "ci_high_per_10_percent": 0.31, "p_value": 0.001, "converged": True}
+    CompetencyAnalysis.objects.create(
+        status=AnalysisStatus.DONE, finished_at=timezone.now(), details={"converged": True}, regression=regression
+    )
+    out = tmp_path / "out"
+    build(out, formats=("csv",), samples=2, resamples=0)
+    report = (out / "report.html").read_text()
+    assert "+0.210 [0.110, 0.310]" in report and "the paper's +0.17 lies inside it" in report
+    assert "95% CI [0.110, 0.310]" in (out / "datasheet.md").read_text()
