@@ -210,6 +210,7 @@ def rater_detail(request: HttpRequest, profile_id: int) -> HttpResponse:
     context = {
         "profile": profile,
         "stats": stats,
+        "analysis_not_converged": analysis is not None and analysis.details.get("converged") is False,
         "flags": [(f, FLAG_LABELS[f]) for f in stats.flags],
         "rates": {
             key: _percent(getattr(stats, key))
