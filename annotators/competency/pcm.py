@@ -230,8 +230,8 @@ def _conditional_probs(theta: np.ndarray, x: np.ndarray, m: int) -> np.ndarray:
 class _Conditioned:
     """Responses on conditioned items: rater and score per response, grouped by item size L.
 
-    groups: one (G, L) array of response positions per item size; ``self_rater`` marks the
-    responses whose rater is being estimated when the others are anchored (else None).
+    groups: one (G, L) array of response positions per item size (an "item" may also be one
+    extreme rater's unit: its response plus the core's on that pair, see _extreme_raters_fit).
     """
 
     rater: np.ndarray
@@ -512,10 +512,8 @@ def fit_pcm(
     )  # fmt: skip
     bias_factor = 1.0
     if bias_correction and joint_items.any():
-        joint_per_rater = np.bincount(joint.rater, minlength=n_raters)[
-            core_raters & (np.bincount(joint.rater, minlength=n_raters) > 0)
-        ]
-        items_per_rater = float(np.mean(joint_per_rater))
+        joint_per_rater = np.bincount(joint.rater, minlength=n_raters)
+        items_per_rater = float(np.mean(joint_per_rater[core_raters & (joint_per_rater > 0)]))
         if items_per_rater > 1:
             bias_factor = (items_per_rater - 1) / items_per_rater
         centre = delta[joint_items].mean()
