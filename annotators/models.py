@@ -125,6 +125,9 @@ class CompetencyAnalysis(models.Model):
     abilities = models.JSONField(default=dict, blank=True, help_text="{rater profile id: [ability, se]} in logits.")
     regression = models.JSONField(default=dict, blank=True, help_text="Latent regression of tutorial score.")
     details = models.JSONField(default=dict, blank=True, help_text="Items used, convergence, extreme scores.")
+    rater_quality = models.JSONField(
+        default=dict, blank=True, help_text="{rater profile id: Dawid-Skene expected accuracy 0..1} on game ratings."
+    )
     wright_map_svg = models.TextField(blank=True)
     duration_seconds = models.FloatField(null=True, blank=True)
 

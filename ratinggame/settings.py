@@ -194,6 +194,10 @@ RATINGGAME = {
     # A running claim older than this is taken over by another worker (or re-queued by the
     # sweep): must exceed prime_pairs' hard time limit (660 s). Shortened only by tests.
     "PRIMING_STALE_SECONDS": env_int("RATINGGAME_PRIMING_STALE_SECONDS", 900),
+    # The exported dataset's licence, as the dataset card's `license` (a Hugging Face licence
+    # identifier such as cc-by-4.0). No default: the images and captions are others' work, so
+    # only their owners can choose it; unset, the card says "unknown" and asks readers to check.
+    "DATASET_LICENSE": env_str("RATINGGAME_DATASET_LICENSE", ""),
 }
 
 # Rater behaviour flags on the staff dashboard (annotators.competency.flags documents each one).

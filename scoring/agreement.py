@@ -19,6 +19,8 @@ from itertools import chain
 import numpy as np
 from scipy import stats
 
+from scoring import bootstrap
+
 SCALE = np.arange(1, 6)  # the 5-level rating scale (SPEC section 1)
 _LEVELS = ("nominal", "ordinal", "interval")
 _RATERS = 3  # virtual raters X, Y, Z
@@ -139,7 +141,10 @@ def krippendorff_alpha(ratings: Sequence[Sequence[float]], level: str = "ordinal
 
 
 def virtual_rater_report(
-    ratings_per_pair: Sequence[Sequence[int]] | Mapping[object, Sequence[int]], samples: int = 100, seed: int = 0
+    ratings_per_pair: Sequence[Sequence[int]] | Mapping[object, Sequence[int]],
+    samples: int = 100,
+    seed: int = 0,
+    resamples: int = bootstrap.RESAMPLES,
 ) -> dict:
     """Agreement of three virtual raters, as in the VICR paper's Table 3 (SPEC section 6).
 
@@ -156,12 +161,15 @@ def virtual_rater_report(
       ``fleiss_kappa_unmerged`` with the 5 categories;
     - ``krippendorff_alpha``: ordinal α of X, Y, Z.
 
-    Also ``pairs_used``, ``pairs_left_out`` (pairs with fewer than 3 ratings), ``samples`` and
-    ``seed``. ``ratings_per_pair`` holds each pair's ratings, whole numbers 1..5 (a mapping's
-    values are used). Raises ValueError for other values or fewer than 2 usable pairs.
+    With ``resamples`` (1,000 by default; 0 for none) every statistic also gets ``ci_low``,
+    ``ci_high`` (a 95% interval from a seeded bootstrap over pairs, ``scoring.bootstrap``) and
+    ``se`` (the bootstrap standard error). Also ``pairs_used``, ``pairs_left_out`` (pairs with
+    fewer than 3 ratings), ``samples``, ``resamples`` and ``seed``. ``ratings_per_pair`` holds
+    each pair's ratings, whole numbers 1..5 (a mapping's values are used). Raises ValueError for
+    other values or fewer than 2 usable pairs.
     """
-    if isinstance(samples, bool) or not isinstance(samples, int | np.integer) or samples < 1:
-        raise ValueError(f"samples must be a whole number >= 1, got {samples!r}")
+    _check_count(samples, "samples", 1)
+    _check_count(resamples, "resamples", 0)
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
         raise ValueError(f"seed must be a whole number, got {seed!r}")
     flat, starts, lengths, left_out = _ratings_table(ratings_per_pair)
@@ -175,15 +183,114 @@ def virtual_rater_report(
         scaled = 100 * per_sample
         sd = float(scaled.std(ddof=1)) if samples > 1 else float("nan")
         report[name] = {"mean": float(scaled.mean()), "sd": sd}
-    report.update(pairs_used=len(lengths), pairs_left_out=left_out, samples=int(samples), seed=int(seed))
+    if resamples:
+        _virtual_rater_intervals(report, bootstrap.level_counts(flat, starts, lengths), samples, resamples, seed)
+    report.update(
+        pairs_used=len(lengths), pairs_left_out=left_out, samples=int(samples), resamples=int(resamples), seed=int(seed)
+    )
     return report
+
+
+def _virtual_rater_intervals(report: dict, counts: np.ndarray, samples: int, resamples: int, seed: int) -> None:
+    """Add ci_low, ci_high and se to each statistic of ``report`` (see ``scoring.bootstrap``)."""
+    groups, sizes = bootstrap.pair_groups(counts)
+    triples = bootstrap.sorted_triple_distribution(groups).reshape(len(groups), -1)
+    weights = bootstrap.multinomial_counts(sizes, resamples, bootstrap.bootstrap_rng(seed))
+    expected = np.vstack([sizes[None, :].astype(np.float64), weights]) @ triples
+    figures = _statistics_from_histograms(expected.reshape(-1, *(3 * (len(SCALE),))))
+    names = list(figures)
+    values = 100 * np.stack([figures[name] for name in names], axis=1)
+    reported = np.array([report[name]["mean"] for name in names])
+    draw_error = np.nan_to_num(np.array([report[name]["sd"] for name in names])) / np.sqrt(samples)
+    low, high, se = bootstrap.percentile_interval(values[1:], whole=values[0], reported=reported, extra_se=draw_error)
+    for index, name in enumerate(names):
+        report[name].update(ci_low=float(low[index]), ci_high=float(high[index]), se=float(se[index]))
+
+
+def all_ratings_report(
+    ratings_per_pair: Sequence[Sequence[int]] | Mapping[object, Sequence[int]],
+    *,
+    resamples: int = bootstrap.RESAMPLES,
+    seed: int = 0,
+) -> dict:
+    """Agreement over every rating of every pair with 2 or more, not only three virtual raters.
+
+    - ``krippendorff_alpha_ordinal``, ``krippendorff_alpha_interval``: α with each pair a unit
+      and all its ratings its values (raters need not be the same across pairs);
+    - ``icc1``: ICC(1), one-way random effects, single rating; ``icc1k``: ICC(1,k), the mean of
+      k ratings (Shrout & Fleiss 1979, "Intraclass correlations", Psychological Bulletin 86,
+      420-428; with unequal numbers of ratings per pair, k = n0 = (N - Σ n_i² / N) / (a - 1),
+      Snedecor & Cochran's average group size):
+      ICC(1) = (MSB - MSW) / (MSB + (n0 - 1) MSW), ICC(1,k) = (MSB - MSW) / MSB.
+
+    Each is {"value", "ci_low", "ci_high", "se"} ×100, the interval from a seeded bootstrap over
+    pairs (``resamples``; 0 for none). Also ``pairs``, ``ratings``, ``mean_ratings_per_pair``.
+    Raises ValueError for ratings outside 1..5 or fewer than 2 pairs with 2 or more ratings.
+    """
+    _check_count(resamples, "resamples", 0)
+    flat, starts, lengths, _ = _ratings_table(ratings_per_pair, minimum=2)
+    if len(lengths) < 2:
+        raise ValueError(f"need at least 2 pairs with 2 or more ratings, got {len(lengths)}")
+    groups, sizes = bootstrap.pair_groups(bootstrap.level_counts(flat, starts, lengths))
+    weights = np.vstack([sizes[None, :].astype(np.float64)])
+    if resamples:
+        weights = np.vstack([weights, bootstrap.multinomial_counts(sizes, resamples, bootstrap.bootstrap_rng(seed))])
+    figures = _all_ratings_statistics(groups, weights)
+    report: dict = {}
+    for name, values in figures.items():
+        scaled = 100 * values
+        entry = {"value": float(scaled[0])}
+        if resamples:
+            low, high, se = bootstrap.percentile_interval(scaled[1:, None], whole=scaled[:1], reported=scaled[:1])
+            entry.update(ci_low=float(low[0]), ci_high=float(high[0]), se=float(se[0]))
+        report[name] = entry
+    report.update(
+        pairs=int(lengths.size),
+        ratings=int(lengths.sum()),
+        mean_ratings_per_pair=float(lengths.mean()),
+        resamples=int(resamples),
+        seed=int(seed),
+    )
+    return report
+
+
+def _all_ratings_statistics(groups: np.ndarray, weights: np.ndarray) -> dict[str, np.ndarray]:
+    """α and ICC for each row of weights (how many pairs of each group), from per-group sums."""
+    n = groups.astype(np.float64)  # groups x 5: ratings of each level
+    size = n.sum(axis=1)
+    # Coincidences of one unit: n_c n_k / (m - 1) off the diagonal, n_c (n_c - 1) / (m - 1) on it.
+    coincidences = (n[:, :, None] * n[:, None, :] - n[:, :, None] * np.eye(len(SCALE))) / (size - 1)[:, None, None]
+    pooled = np.tensordot(weights, coincidences, axes=1)
+    total = n @ SCALE
+    squares = n @ SCALE**2
+    a = weights.sum(axis=1)
+    ratings = weights @ size
+    grand = weights @ total
+    between = weights @ (total**2 / size) - grand**2 / ratings  # SSB
+    within = weights @ squares - weights @ (total**2 / size)  # SSW
+    msb, msw = between / (a - 1), within / (ratings - a)
+    n0 = (ratings - (weights @ size**2) / ratings) / (a - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        icc1 = (msb - msw) / (msb + (n0 - 1) * msw)
+        icc1k = (msb - msw) / msb
+    return {
+        "krippendorff_alpha_ordinal": _alpha_from_coincidences(pooled, SCALE, "ordinal"),
+        "krippendorff_alpha_interval": _alpha_from_coincidences(pooled, SCALE, "interval"),
+        "icc1": icc1,
+        "icc1k": icc1k,
+    }
+
+
+def _check_count(value: object, name: str, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
 
 
 # --- virtual raters: sampling -------------------------------------------------------------
 
 
-def _ratings_table(ratings_per_pair) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Ratings of the pairs with 3+ ratings, flattened (CSR layout: flat values, start, length per pair)."""
+def _ratings_table(ratings_per_pair, minimum: int = _RATERS) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Ratings of the pairs with ``minimum``+ ratings, flattened (CSR: flat values, start, length per pair)."""
     pairs = list(ratings_per_pair.values() if isinstance(ratings_per_pair, Mapping) else ratings_per_pair)
     lengths = np.fromiter((len(pair) for pair in pairs), dtype=np.int64, count=len(pairs))
     flat = np.fromiter(chain.from_iterable(pairs), dtype=np.float64, count=int(lengths.sum()))
@@ -192,7 +299,7 @@ def _ratings_table(ratings_per_pair) -> tuple[np.ndarray, np.ndarray, np.ndarray
         first = int(np.argmax(bad))
         pair = int(np.searchsorted(np.cumsum(lengths), first, side="right"))
         raise ValueError(f"pair {pair}: rating {flat[first]!r} is not a whole number from 1 to 5")
-    usable = lengths >= _RATERS
+    usable = lengths >= minimum
     kept_lengths = lengths[usable]
     kept_starts = np.cumsum(kept_lengths) - kept_lengths
     return flat[np.repeat(usable, lengths)].astype(np.int8), kept_starts, kept_lengths, int((~usable).sum())
@@ -257,7 +364,7 @@ def _tau_c_from_tables(tables: np.ndarray) -> np.ndarray:
     τ_c = 2 (P - Q) / (n² (m - 1)/m), m = the smaller number of distinct values (occupied rows
     or columns); NaN when either variable is constant.
     """
-    tables = tables.astype(np.int64)
+    tables = np.asarray(tables, dtype=np.float64)  # counts, or expected counts in the bootstrap
     below = np.zeros_like(tables)
     below[..., :-1, :] = np.cumsum(tables[..., ::-1, :], axis=-2)[..., ::-1, :][..., 1:, :]
     below_right = np.zeros_like(tables)

@@ -3,7 +3,8 @@
 The paper splits each dataset 64% / 16% / 20%. The split is by image, so captions of one image
 never land on both sides of an evaluation, and it is a pure function of the image's sha256 and
 a seed: each image draws a number u in [0, 1) from ``sha256(f"{seed}:{image_sha256}")`` and
-falls in train (u < 0.64), val (u < 0.80) or test. Adding pairs or images later never moves an
+falls in train (u < 0.64), validation (u < 0.80) or test. The names are the ones Hugging Face
+datasets use, so the export's dataset card can name its splits after them. Adding pairs or images later never moves an
 image that was already exported, which a shuffled list (whose positions shift when items are
 added) could not promise.
 
@@ -12,7 +13,7 @@ No Django import: the export and the rating predictor's training both use it.
 
 import hashlib
 
-TRAIN, VAL, TEST = "train", "val", "test"
+TRAIN, VAL, TEST = "train", "validation", "test"
 SPLITS = (TRAIN, VAL, TEST)
 SHARES = {TRAIN: 0.64, VAL: 0.16, TEST: 0.20}
 _TRAIN_END = SHARES[TRAIN]
@@ -20,7 +21,7 @@ _VAL_END = SHARES[TRAIN] + SHARES[VAL]
 
 
 def split_for_image(sha256: str, seed: int = 0) -> str:
-    """``"train"``, ``"val"`` or ``"test"`` for the image with content hash ``sha256`` (64/16/20).
+    """``"train"``, ``"validation"`` or ``"test"`` for the image with content hash ``sha256`` (64/16/20).
 
     The first 8 bytes of ``sha256(f"{seed}:{sha256}")`` read as an unsigned integer, divided
     by 2**64, give u in [0, 1); a good hash makes u uniform, so the shares hold in expectation.

@@ -16,9 +16,16 @@ The rubric is the paper's: exact agreement (EA) 2, adjacent (AA) 1, lack of agre
 competency includes a failed window); they are never part of a consensus. Raters without
 any response are not in the matrix.
 
-Latent regression: competency on tutorial score in percent (tutorial_score / 20 * 100) for
-the raters with a tutorial score (``annotators.competency.pcm.latent_regression``, OLS on the JML
-estimates); the paper reports +0.17 logits per 10% of training score (SE 0.03 per 10%).
+Latent regression: competency on tutorial score in percent (tutorial_score / 20 * 100), with
+the competency refitted on the game pairs only (SPEC section 6; the tutorial score is made of
+the tutorial pairs' scores, so keeping them in would make the regression circular), raters
+with at least ``REGRESSION_MIN_RESPONSES`` game responses, weighted by precision
+(``annotators.competency.regression``); the paper reports +0.17 logits per 10% of training
+score (SE 0.03 per 10%). Its n is stored beside the coefficient, and ``too_few`` marks a slope
+from fewer than ``REGRESSION_MIN_RATERS`` raters.
+
+``details["converged"]`` (and ``regression["converged"]``) say whether each fit converged; every
+page that shows the analysis warns when one did not.
 """
 
 import time
@@ -28,11 +35,13 @@ import numpy as np
 from django.db.models import Count
 
 from annotators.competency.flags import load_rating_rows
-from annotators.competency.pcm import fit_pcm, latent_regression, rubric_scores, thurstonian_thresholds
+from annotators.competency.pcm import fit_pcm, rubric_scores, thurstonian_thresholds
+from annotators.competency.regression import game_competency_regression
 from annotators.competency.wright_map import wright_map_svg
 from annotators.journey import TUTORIAL_SIZE
 from annotators.models import RaterProfile
 from ratinggame.models import MIN_HUMAN_RATINGS, CaptionPair, Pool, Rating, counted_ratings
+from scoring.aggregation import dawid_skene
 
 TUTORIAL_MAX_POINTS = 2 * TUTORIAL_SIZE
 PAPER_COEF_PER_10_PERCENT = 0.17
@@ -88,6 +97,20 @@ def build_responses() -> ResponseMatrix:
     )
 
 
+def rater_quality() -> dict[str, float]:
+    """Each rater's Dawid-Skene expected accuracy on the counted game ratings, by profile id.
+
+    A second view of rater quality beside the PCM (``scoring.aggregation``): it needs no
+    reference per rating, and it singles out raters who answer at random. Empty without ratings.
+    """
+    rows = list(Rating.objects.counted().filter(pair__pool=Pool.GAME).values_list("pair_id", "rater_id", "value"))
+    if not rows:
+        return {}
+    profiles = dict(RaterProfile.objects.values_list("user_id", "id"))
+    quality = dawid_skene(rows).rater_quality
+    return {str(profiles[user]): value for user, value in quality.items() if user in profiles}
+
+
 def _finite(value: float) -> float | None:
     return float(value) if np.isfinite(value) else None
 
@@ -107,9 +130,14 @@ def run_analysis() -> dict:
         for pid, a, se in zip(matrix.profile_ids, result.abilities, result.ability_se, strict=True)
     }
     regression: dict = {}
-    if np.sum(np.isfinite(matrix.tutorial_percent) & np.isfinite(result.abilities)) >= 3:
-        regression = latent_regression(result.abilities, matrix.tutorial_percent)
+    regression_note = ""
+    try:
+        regression = game_competency_regression(
+            matrix.responses, np.asarray(matrix.item_pools) == Pool.GAME, matrix.tutorial_percent
+        )
         regression = {key: _finite(v) if isinstance(v, float) else v for key, v in regression.items()}
+    except ValueError as error:  # too few game ratings or raters: the rest of the analysis stands
+        regression_note = str(error)
     labels = [f"Pair {pid} ({pool})" for pid, pool in zip(matrix.pair_ids, matrix.item_pools, strict=True)]
     svg = wright_map_svg(
         result.abilities,
@@ -124,6 +152,7 @@ def run_analysis() -> dict:
         "n_responses": int(np.isfinite(matrix.responses).sum()),
         "abilities": abilities,
         "regression": regression,
+        "rater_quality": rater_quality(),
         "wright_map_svg": svg,
         "details": {
             "game_items": int(np.sum(pools == Pool.GAME)),
@@ -135,7 +164,9 @@ def run_analysis() -> dict:
             "extreme_items": len(result.extreme_items),
             "categories": list(result.categories),
             "bias_factor": float(result.bias_factor),
+            "conditioned_items": int(result.item_conditional.sum()),
             "median_ability": _finite(np.nanmedian(result.abilities)),
+            "regression_note": regression_note,
         },
         "duration_seconds": time.monotonic() - started,
     }

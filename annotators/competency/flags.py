@@ -93,6 +93,7 @@ class RaterStats:
     open_disputes: int
     flags: list[str] = field(default_factory=list)
     competency: float | None = None  # from the latest PCM analysis, filled by the caller
+    rater_quality: float | None = None  # Dawid-Skene expected accuracy, from the same analysis
 
     @property
     def agreement_rate(self) -> float | None:

@@ -12,27 +12,53 @@ theta_n the rater's competency and delta_ij the step difficulties of item (pair)
 The paper cites Masters (1988), "The analysis of partial credit scoring", Applied
 Measurement in Education 1, 279-297.
 
-Estimator: joint maximum likelihood (JML; Wright & Masters 1982, "Rating Scale Analysis"),
-alternating Newton steps for all raters, then all items, over index arrays of the
-observed (rater, item, score) triples. The JML estimating equations are: observed raw score
-of a rater = its expected score; observed count of scores >= j on an item = its expected
-count. No library fits a sparse PCM by JML (statsmodels has no Rasch/PCM model, the
+Estimator. Game pairs have 3 to 7 raters each. Joint maximum likelihood (JML) estimates
+each pair's two thresholds from those few responses, and their small-sample error leaks
+into every competency: at VICR scale the JML competencies were spread 6-8% too wide and their
+95% intervals missed the truth too often (bench/bench_pcm.py). So competencies are fitted by
+**conditional maximum likelihood** with the items of at most ``CONDITIONAL_MAX_RATERS``
+responses conditioned out: given an item's category counts (its sufficient statistics), which
+rater got which category depends on the competencies alone,
+
+    P(x_i | counts_i) = prod_n exp(x_ni theta_n) / sum over the arrangements with those counts,
+
+so those items' thresholds leave the likelihood (Andersen 1970, "Asymptotic properties of
+conditional maximum-likelihood estimators", JRSS B 32, 283-301; here with the roles of
+persons and items exchanged: the pairs are the incidental parameters). The sum runs over
+assignments of categories to the item's raters; a dynamic programme over the raters counts it
+in O(L^3) for L raters. Items with more responses (tutorial and probation pairs, rated by
+everyone) keep their thresholds in the likelihood (JML, with the Wright & Douglas bias
+correction below): their thresholds rest on many responses. Each rater's standard error is
+1/sqrt(information), the conditional information from the conditioned items (smaller than
+JML's, since an item's thresholds are not taken as known) plus the model information from the
+others. A rater's competency is found by Newton steps on the (concave) conditional log-
+likelihood. Thresholds are estimated afterwards, item by item, with the competencies anchored
+(model-based standard errors); with 3-7 responses they are noisy, and read best as the Wright
+map shows them. No library fits a sparse PCM by CML or JML (statsmodels has no Rasch/PCM
+model; its ConditionalLogit is the dichotomous case, which the tests compare against; the
 psychometric packages are R), hence this module.
 
-Identification: the mean of all estimated thresholds is 0 logits.
+Identification: the mean competency of the core raters (below) is 0 logits. Pinning the mean
+threshold instead would move every competency by the small-sample error of the pairs'
+thresholds (-0.25 logits at VICR scale).
 
 Extreme and null-category data (a statistic at its minimum or maximum has no finite MLE):
 
-* Extreme raters and items (all observed scores at the minimum, or all at the maximum) are
-  removed, repeatedly, since removing an extreme item can make a rater extreme and vice
-  versa; all of these are flagged extreme. The rest (the core) is fitted. The removed ones
-  are then estimated with the core anchored, from all their responses, with the score
-  moved 0.3 score points toward the centre (Winsteps' default extreme-score adjustment,
-  EXTRSC=0.3; Linacre, "A User's Guide to Winsteps"). For an extreme item, 0.2 responses
-  move from its one category, 0.1 to each other one (counts N-0.2, 0.1, 0.1 for an all-LA
-  item): the score moves by 0.3 and both thresholds are finite. Step difficulties of such
-  items are reversed by construction; their Thurstonian thresholds
-  (:func:`thurstonian_thresholds`) are the readable summary.
+* Extreme items (all their responses in one category) and extreme raters (every response at
+  the lowest category possible, or every one at the highest: 0 and m on a JML item; on a
+  conditioned item, the lowest and highest category that item received) are removed,
+  repeatedly, since removing one can make another extreme; all of these are flagged extreme.
+  Such a rater is a spammer answering LA throughout, or one using the scale backwards, or a
+  rater who always agreed exactly. The rest (the core) is fitted and identified as above.
+* Extreme raters are then estimated one by one against the core (the other extreme raters'
+  responses left out), from all their responses, with their score moved 0.3 score points
+  toward the centre of what was possible (Winsteps' default extreme-score adjustment,
+  EXTRSC=0.3; Linacre, "A User's Guide to Winsteps"). This keeps them finite at any count and
+  leaves the core untouched: an all-LA rater cannot pull the other raters or the pairs it rated.
+* Thresholds of extreme items: 0.2 responses move from their one category, 0.1 to each other
+  one (counts N-0.2, 0.1, 0.1 for an all-LA item): the score moves by 0.3 and both thresholds
+  are finite. Step difficulties of such items are reversed by construction; their Thurstonian
+  thresholds (:func:`thurstonian_thresholds`) are the readable summary.
 * A category that is never observed anywhere in the data is structural: the scores are
   renumbered consecutively (Winsteps' "ordinal" rescoring, STKEEP=NO) and the rubric
   thresholds it spans are reported as one step: with only LA and EA observed both
@@ -42,53 +68,59 @@ Extreme and null-category data (a statistic at its minimum or maximum has no fin
   incidental zero. The item's category counts n are smoothed by eps = 0.3 along the
   direction that keeps its count and its total score: n + eps * (1, -2, 1) when AA was
   observed, n + eps * (-1, 2, -1) when AA is the missing one. Keeping the score keeps the
-  raters' and items' estimating equations consistent (both sum to the grand total score),
-  so the fit is still the maximum of the JML likelihood, with these sufficient statistics.
-  This is the epsilon-adjustment idea of Bertoli-Barsotti, Lando & Punzo (2014), as used
-  by R immer::immer_jml (eps = 0.3), applied only where a category count is zero.
+  estimating equations consistent, so the fit is still the maximum of the likelihood with
+  these sufficient statistics. This is the epsilon-adjustment idea of Bertoli-Barsotti,
+  Lando & Punzo (2014), as used by R immer::immer_jml (eps = 0.3), applied only where a
+  category count is zero.
 
-Bias correction: JML item estimates are spread too far by about L/(L-1), L the number of
-items per person (Wright & Douglas 1977, "Best procedures for sample-free item analysis",
-Applied Psychological Measurement 1, 281-295; Wright 1988, "The efficacy of unconditional
-maximum likelihood bias correction", Rasch memo 45). As in Winsteps (STBIAS=YES) and
-immer_jml's "jml_bc", the centred thresholds are multiplied by (L-1)/L, L the mean number of
-responses per core rater, and the raters are re-estimated with the items anchored. The
-symmetric bias, of the raters' estimates when each item has only a few raters (VICR: 3 to
-7), is not corrected; bench/bench_pcm.py measures it at VICR scale.
+Bias correction of the JML items: JML item estimates are spread too far by about L/(L-1), L
+the number of items per person (Wright & Douglas 1977, "Best procedures for sample-free item
+analysis", Applied Psychological Measurement 1, 281-295; Wright 1988, "The efficacy of
+unconditional maximum likelihood bias correction", Rasch memo 45). As in Winsteps
+(STBIAS=YES) and immer_jml's "jml_bc", the JML items' thresholds are multiplied by (L-1)/L, L
+the mean number of JML-item responses per core rater, and the raters are re-estimated with
+them anchored. Conditioned items need no correction.
 
-``converged`` is False when max_iter was reached: too few iterations, or data with no
-finite JML solution even after these adjustments (a perfect Guttman pattern, such as every
-rater scoring higher than every other on every shared item); the estimates then keep
-drifting apart and should not be read.
-
-Standard errors are the model-based ones: 1/sqrt(information) for a rater, the square root
-of the diagonal of the inverse of the item's m x m information matrix for its thresholds.
+``converged`` is False when max_iter was reached: data with no finite solution even after
+these adjustments (a perfect Guttman pattern, such as every rater scoring higher than every
+other on every shared item); the estimates then keep drifting apart and should not be read.
+The competency analysis stores it and every page that shows the analysis warns when it is
+False.
 """
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import statsmodels.api as sm
 
 MAX_SCORE = 2  # the rubric: LA = 0, AA = 1, EA = 2
 EXTREME_SCORE_ADJUSTMENT = 0.3
 NULL_CATEGORY_EPS = 0.3
 MAX_STEP = 1.0  # logits per Newton step; keeps early iterations from overshooting
+# Items with at most this many responses are conditioned out. The dynamic programme costs
+# O(L^3) per item; every game pair (3 to 7 raters, SPEC section 5) is below it, and an item
+# with more responses has thresholds firm enough for JML.
+CONDITIONAL_MAX_RATERS = 10
+_CATEGORY_STEPS = ((0, 0), (1, 0), (0, 1))  # category k removes one count of AA (k = 1) or EA (k = 2)
 
 
 @dataclass(frozen=True, eq=False)
 class PCMResult:
     """A fitted Partial Credit Model. All measures are in logits.
 
-    abilities, ability_se: one per rater; NaN for a rater with no response.
+    abilities, ability_se: one per rater; NaN for a rater with no response, or none that
+    compares it with anyone (only pairs nobody else in the core rated).
     thresholds, threshold_se: items x 2, the step difficulties delta_i1 (LA -> AA) and
     delta_i2 (AA -> EA); NaN for an item with no response, or for a step of a category
     never observed in the whole data set.
-    rater_extreme, item_extreme: all scores at the minimum or maximum (directly, or once
-    other extreme ones are removed); estimated with the 0.3-point adjustment (see module).
+    rater_extreme, item_extreme: all scores at the lowest or highest possible (directly, or
+    once other extreme ones are removed), or an item with one category only; estimated with
+    the 0.3-point adjustment (see module).
     item_null_category: non-extreme items with a category never observed on them (smoothed).
-    categories: the rubric scores observed in the data; bias_factor: the (L-1)/L applied.
+    item_conditional: items conditioned out of the competency fit (at most
+    CONDITIONAL_MAX_RATERS responses).
+    categories: the rubric scores observed in the data; bias_factor: the (L-1)/L applied to
+    the JML items (1.0 without any).
     """
 
     abilities: np.ndarray
@@ -100,6 +132,7 @@ class PCMResult:
     rater_extreme: np.ndarray
     item_extreme: np.ndarray
     item_null_category: np.ndarray
+    item_conditional: np.ndarray
     categories: tuple[int, ...]
     bias_factor: float
 
@@ -133,6 +166,9 @@ def rubric_scores(ratings: np.ndarray | Sequence, references: np.ndarray | Seque
     return np.where(np.isnan(distance), np.nan, np.maximum(0.0, 2.0 - distance))
 
 
+# --- the model's probabilities ------------------------------------------------------------
+
+
 def _category_probs(theta: np.ndarray, cum_delta: np.ndarray) -> np.ndarray:
     """PCM probabilities, observations x (m+1); cum_delta[:, k] = sum_{j<=k} delta_j."""
     m = cum_delta.shape[1] - 1
@@ -145,6 +181,117 @@ def _category_probs(theta: np.ndarray, cum_delta: np.ndarray) -> np.ndarray:
 
 def _cumulative(delta: np.ndarray) -> np.ndarray:
     return np.hstack([np.zeros((delta.shape[0], 1)), np.cumsum(delta, axis=1)])
+
+
+def _arrangement_step(table: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Add one rater to tables (G, s, s) of summed weights by (count of AA, count of EA)."""
+    out = table * weights[:, 0, None, None]
+    out[:, 1:, :] += table[:, :-1, :] * weights[:, 1, None, None]
+    out[:, :, 1:] += table[:, :, :-1] * weights[:, 2, None, None]
+    return out
+
+
+def _conditional_probs(theta: np.ndarray, x: np.ndarray, m: int) -> np.ndarray:
+    """P(X_n = k | the item's category counts), items x raters x 3, for G items of L raters each.
+
+    theta, x: (G, L). P(X_n = k | c) ∝ exp(k theta_n) g_n(c - e_k), g_n summing exp(sum of
+    k theta) over the arrangements of the other raters; g_n is the convolution of the tables
+    of the raters before n (prefix) and after n (suffix). Each rater's weights are scaled to
+    a maximum of 1, which cancels in the ratio and keeps the tables in range.
+    """
+    n_items, size = x.shape
+    log_weights = np.arange(3) * theta[..., None]
+    if m == 1:
+        log_weights[..., 2] = -np.inf
+    weights = np.exp(log_weights - log_weights.max(axis=-1, keepdims=True))
+    side = size + 1
+    prefix = np.zeros((size + 1, n_items, side, side))
+    suffix = np.zeros((size + 1, n_items, side, side))
+    prefix[0, :, 0, 0] = suffix[size, :, 0, 0] = 1.0
+    for j in range(size):
+        prefix[j + 1] = _arrangement_step(prefix[j], weights[:, j])
+        suffix[size - 1 - j] = _arrangement_step(suffix[size - j], weights[:, size - 1 - j])
+    counts = np.stack([(x == 1).sum(axis=1), (x == 2).sum(axis=1)], axis=1)
+    steps = np.arange(side)
+    item = np.arange(n_items)[:, None, None]
+    others = np.empty((size, n_items, 3))
+    for k, step in enumerate(_CATEGORY_STEPS):
+        target = counts - np.asarray(step)  # counts the other raters must make up
+        aa = target[:, 0, None] - steps  # (G, s): AA count needed from the suffix
+        ea = target[:, 1, None] - steps
+        valid = (aa >= 0)[:, :, None] & (ea >= 0)[:, None, :]
+        gathered = suffix[1:][:, item, np.clip(aa, 0, size)[:, :, None], np.clip(ea, 0, size)[:, None, :]]
+        others[:, :, k] = (prefix[:-1] * gathered * valid).sum(axis=(2, 3))
+    p = weights * others.transpose(1, 0, 2)
+    return p / p.sum(axis=-1, keepdims=True)
+
+
+@dataclass(frozen=True)
+class _Conditioned:
+    """Responses on conditioned items: rater and score per response, grouped by item size L.
+
+    groups: one (G, L) array of response positions per item size (an "item" may also be one
+    extreme rater's unit: its response plus the core's on that pair, see _extreme_raters_fit).
+    """
+
+    rater: np.ndarray
+    x: np.ndarray
+    groups: list[np.ndarray]
+
+    @classmethod
+    def build(cls, rater: np.ndarray, unit: np.ndarray, x: np.ndarray) -> "_Conditioned":
+        order = np.argsort(unit, kind="stable")
+        _, starts, lengths = np.unique(unit[order], return_index=True, return_counts=True)
+        groups = [order[starts[lengths == size][:, None] + np.arange(size)] for size in np.unique(lengths)]
+        return cls(rater=rater, x=x, groups=groups)
+
+    def moments(self, theta: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """Conditional expected score and variance of every response."""
+        expected, variance = np.zeros(self.x.size), np.zeros(self.x.size)
+        scores = np.arange(3)
+        for positions in self.groups:
+            p = _conditional_probs(theta[self.rater[positions]], self.x[positions], m)
+            mean = p @ scores
+            expected[positions] = mean
+            variance[positions] = p @ scores**2 - mean**2
+        return expected, variance
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Lowest and highest score each response could have had, given its item's counts."""
+        low, high = np.empty(self.x.size), np.empty(self.x.size)
+        for positions in self.groups:
+            values = self.x[positions]
+            low[positions] = values.min(axis=1, keepdims=True)
+            high[positions] = values.max(axis=1, keepdims=True)
+        return low, high
+
+
+@dataclass(frozen=True)
+class _Joint:
+    """Responses on items whose thresholds stay in the likelihood (JML)."""
+
+    rater: np.ndarray
+    item: np.ndarray
+    x: np.ndarray
+
+
+def _rater_moments(
+    theta: np.ndarray, delta: np.ndarray, conditioned: _Conditioned, joint: _Joint, m: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each rater's expected raw score and information, from both kinds of items."""
+    n_raters = theta.size
+    expected, information = np.zeros(n_raters), np.zeros(n_raters)
+    if conditioned.x.size:
+        e, v = conditioned.moments(theta, m)
+        expected += np.bincount(conditioned.rater, e, n_raters)
+        information += np.bincount(conditioned.rater, v, n_raters)
+    if joint.x.size:
+        p = _category_probs(theta[joint.rater], _cumulative(delta)[joint.item])
+        scores = np.arange(m + 1)
+        e = p @ scores
+        expected += np.bincount(joint.rater, e, n_raters)
+        information += np.bincount(joint.rater, p @ scores**2 - e**2, n_raters)
+    return expected, information
 
 
 def _item_information(p: np.ndarray, i_obs: np.ndarray, n_items: int) -> tuple[np.ndarray, np.ndarray]:
@@ -169,74 +316,97 @@ def _solve_items(info: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     return np.linalg.solve(info + 1e-9 * np.eye(m), rhs[..., None])[..., 0]
 
 
+# --- fitting ------------------------------------------------------------------------------
+
+
 def _fit(
-    r_obs: np.ndarray,
-    i_obs: np.ndarray,
     theta: np.ndarray,
     delta: np.ndarray,
+    conditioned: _Conditioned,
+    joint: _Joint,
     rater_target: np.ndarray,
     item_target: np.ndarray,
     free_raters: np.ndarray,
     free_items: np.ndarray,
     *,
+    m: int,
     centre: bool,
     max_iter: int,
     tol: float,
 ) -> tuple[bool, int]:
-    """Alternating Newton steps (in place) for the free raters, then the free items.
+    """Newton steps (in place) for the free raters, then the free JML items, alternating.
 
     rater_target: the raw score each rater must reproduce; item_target: items x m counts of
-    'score >= j'. With centre, the free thresholds are shifted to mean 0 after every round
-    (all parameters shift together, so the likelihood is unchanged).
+    'score >= j' (JML items). With centre, the free raters are shifted to mean 0 after every
+    round, and the free items with them (the likelihood is unchanged).
     """
-    n_raters, n_items = theta.size, delta.shape[0]
-    m = delta.shape[1]
-    scores = np.arange(m + 1)
+    n_items = delta.shape[0]
     fit_raters, fit_items = free_raters.any(), free_items.any()
     for iteration in range(1, max_iter + 1):
         change = 0.0
         if fit_raters:
-            p = _category_probs(theta[r_obs], _cumulative(delta)[i_obs])
-            e = p @ scores
-            v = p @ scores**2 - e**2
-            gradient = rater_target - np.bincount(r_obs, e, n_raters)
-            information = np.bincount(r_obs, v, n_raters)
-            step = np.clip(gradient[free_raters] / information[free_raters], -MAX_STEP, MAX_STEP)
-            theta[free_raters] += step
-            change = max(change, float(np.abs(step).max()))
+            expected, information = _rater_moments(theta, delta, conditioned, joint, m)
+            informed = free_raters & (information > 0)
+            step = np.clip((rater_target - expected)[informed] / information[informed], -MAX_STEP, MAX_STEP)
+            theta[informed] += step
+            change = max(change, float(np.abs(step).max(initial=0.0)))
         if fit_items:
-            p = _category_probs(theta[r_obs], _cumulative(delta)[i_obs])
-            expected, info = _item_information(p, i_obs, n_items)
+            p = _category_probs(theta[joint.rater], _cumulative(delta)[joint.item])
+            expected, info = _item_information(p, joint.item, n_items)
             step = _solve_items(info[free_items], expected[free_items] - item_target[free_items])
             step = np.clip(step, -MAX_STEP, MAX_STEP)
             delta[free_items] += step
             change = max(change, float(np.abs(step).max()))
-        if centre and fit_items:
-            shift = delta[free_items].mean()
-            delta[free_items] -= shift
+        if centre and fit_raters:
+            shift = theta[free_raters].mean()
             theta[free_raters] -= shift
+            delta[free_items] -= shift
         if change < tol:
             return True, iteration
     return False, max_iter
 
 
 def _prune_extremes(
-    r_obs: np.ndarray, i_obs: np.ndarray, x: np.ndarray, m: int, n_raters: int, n_items: int
+    r_obs: np.ndarray, i_obs: np.ndarray, x: np.ndarray, m: int, conditional: np.ndarray, sizes: tuple[int, int]
 ) -> np.ndarray:
-    """Mask of observations left once extreme raters and items are removed, repeatedly."""
+    """Mask of observations left once extreme raters and items are removed, repeatedly.
+
+    An item goes when all its responses are in one category (a JML item: at the minimum or
+    maximum, an all-AA one is smoothed instead); a rater when every response is at its
+    lowest possible score, or every one at its highest (module docstring).
+    """
+    n_raters, n_items = sizes
+    on_conditioned = conditional[i_obs]
     active = np.ones(x.size, dtype=bool)
     while True:
         removed = False
-        for index, size in ((r_obs, n_raters), (i_obs, n_items)):
-            count = np.bincount(index[active], minlength=size)
-            total = np.bincount(index[active], x[active], size)
-            extreme = (count > 0) & ((total == 0) | (total == m * count))
-            drop = active & extreme[index]
-            if drop.any():
-                active &= ~drop
-                removed = True
+        low, high = _item_ranges(i_obs[active], x[active], n_items, m)
+        one_category = (low == high) & (conditional | (low == 0) | (low == m))
+        drop = active & one_category[i_obs]
+        if drop.any():
+            active &= ~drop
+            removed = True
+        low, high = _item_ranges(i_obs[active], x[active], n_items, m)
+        at_low = x == np.where(on_conditioned, low[i_obs], 0)
+        at_high = x == np.where(on_conditioned, high[i_obs], m)
+        count = np.bincount(r_obs[active], minlength=n_raters)
+        extreme = (count > 0) & (
+            (np.bincount(r_obs[active], at_low[active], n_raters) == count)
+            | (np.bincount(r_obs[active], at_high[active], n_raters) == count)
+        )
+        drop = active & extreme[r_obs]
+        if drop.any():
+            active &= ~drop
+            removed = True
         if not removed:
             return active
+
+
+def _item_ranges(i_obs: np.ndarray, x: np.ndarray, n_items: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    low, high = np.full(n_items, m + 1), np.full(n_items, -1)
+    np.minimum.at(low, i_obs, x)
+    np.maximum.at(high, i_obs, x)
+    return low, high
 
 
 def _item_counts(i_obs: np.ndarray, x: np.ndarray, m: int, n_items: int) -> np.ndarray:
@@ -259,7 +429,7 @@ def _extreme_item_counts(counts: np.ndarray) -> np.ndarray:
     counts = counts.copy()
     m = counts.shape[1] - 1
     n = counts.sum(axis=1)
-    low, high = counts[:, 0] == n, counts[:, m] == n
+    low, high = (counts[:, 0] == n) & (n > 0), (counts[:, m] == n) & (n > 0)
     if m == 1:
         shift = np.array([-1.0, 1.0]) * EXTREME_SCORE_ADJUSTMENT
     else:
@@ -274,12 +444,28 @@ def _at_least(counts: np.ndarray) -> np.ndarray:
     return np.cumsum(counts[:, ::-1], axis=1)[:, ::-1][:, 1:]
 
 
+def _adjusted_targets(raw: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Raw scores at a bound moved 0.3 points toward the centre; NaN where nothing was possible."""
+    target = raw.astype(float)
+    target[raw <= low] = low[raw <= low] + EXTREME_SCORE_ADJUSTMENT
+    target[raw >= high] = high[raw >= high] - EXTREME_SCORE_ADJUSTMENT
+    target[high <= low] = np.nan
+    return target
+
+
 def fit_pcm(
-    responses: np.ndarray, *, max_iter: int = 500, tol: float = 1e-6, bias_correction: bool = True
+    responses: np.ndarray,
+    *,
+    max_iter: int = 500,
+    tol: float = 1e-6,
+    bias_correction: bool = True,
+    conditional_max_raters: int = CONDITIONAL_MAX_RATERS,
 ) -> PCMResult:
-    """Fit Masters' Partial Credit Model to rubric scores by JML (see the module docstring).
+    """Fit Masters' Partial Credit Model to rubric scores (see the module docstring).
 
     responses: raters x items floats, 0 (LA), 1 (AA), 2 (EA) or NaN (not rated).
+    conditional_max_raters: items with at most this many responses are conditioned out
+    (0: plain JML for every item).
     Raises ValueError for other values, or when fewer than two categories are observed.
     """
     data = np.asarray(responses, dtype=float)
@@ -298,7 +484,8 @@ def fit_pcm(
 
     rater_n = np.bincount(r_obs, minlength=n_raters)
     item_n = np.bincount(i_obs, minlength=n_items)
-    active = _prune_extremes(r_obs, i_obs, x, m, n_raters, n_items)
+    conditional = (item_n > 0) & (item_n <= conditional_max_raters)
+    active = _prune_extremes(r_obs, i_obs, x, m, conditional, (n_raters, n_items))
     core_raters = np.bincount(r_obs[active], minlength=n_raters) > 0
     core_items = np.bincount(i_obs[active], minlength=n_items) > 0
     rater_extreme = (rater_n > 0) & ~core_raters
@@ -312,82 +499,69 @@ def fit_pcm(
 
     # Core fit: only observations between core raters and core items.
     ra, ia, xa = r_obs[active], i_obs[active], x[active]
-    core_counts, null_category = _smooth_null_categories(_item_counts(ia, xa, m, n_items))
+    on_conditioned = conditional[ia]
+    conditioned = _Conditioned.build(ra[on_conditioned], ia[on_conditioned], xa[on_conditioned])
+    joint = _Joint(ra[~on_conditioned], ia[~on_conditioned], xa[~on_conditioned])
+    joint_items = core_items & ~conditional
+    joint_counts, null_category = _smooth_null_categories(_item_counts(joint.item, joint.x, m, n_items))
+    settings = {"m": m, "max_iter": max_iter, "tol": tol}
+    rater_target = np.bincount(ra, xa, n_raters)
     converged, iterations = _fit(
-        ra,
-        ia,
-        theta,
-        delta,
-        np.bincount(ra, xa, n_raters),
-        _at_least(core_counts),
-        core_raters,
-        core_items,
-        centre=True,
-        max_iter=max_iter,
-        tol=tol,
-    )
+        theta, delta, conditioned, joint, rater_target, _at_least(joint_counts), core_raters, joint_items,
+        centre=True, **settings,
+    )  # fmt: skip
     bias_factor = 1.0
-    if bias_correction and core_raters.any():
-        items_per_rater = float(np.mean(np.bincount(ra, minlength=n_raters)[core_raters]))
+    if bias_correction and joint_items.any():
+        joint_per_rater = np.bincount(joint.rater, minlength=n_raters)
+        items_per_rater = float(np.mean(joint_per_rater[core_raters & (joint_per_rater > 0)]))
         if items_per_rater > 1:
             bias_factor = (items_per_rater - 1) / items_per_rater
-        delta[core_items] *= bias_factor
-        no_items = np.zeros(n_items, dtype=bool)
+        centre = delta[joint_items].mean()
+        delta[joint_items] = centre + bias_factor * (delta[joint_items] - centre)
         ok, more = _fit(
-            ra,
-            ia,
-            theta,
-            delta,
-            np.bincount(ra, xa, n_raters),
-            _at_least(core_counts),
-            core_raters,
-            no_items,
-            centre=False,
-            max_iter=max_iter,
-            tol=tol,
+            theta, delta, conditioned, joint, rater_target, _at_least(joint_counts), core_raters,
+            np.zeros(n_items, dtype=bool), centre=False, **settings,
+        )  # fmt: skip
+        converged, iterations = converged and ok, iterations + more
+    _, information = _rater_moments(theta, delta, conditioned, joint, m)
+    ability_se = np.full(n_raters, np.nan)
+    ability_se[core_raters] = 1 / np.sqrt(information[core_raters])
+
+    # Extreme raters, one by one against the core, after the extreme JML items they rated.
+    if rater_extreme.any():
+        outside = ~conditional & item_extreme
+        if outside.any():
+            ok, more = _items_fit(theta, delta, r_obs, i_obs, x, active, outside, m, settings)
+            converged, iterations = converged and ok, iterations + more
+        ok, more = _extreme_raters_fit(
+            theta, delta, ability_se, (r_obs, i_obs, x), active, rater_extreme, conditional, settings
         )
         converged, iterations = converged and ok, iterations + more
 
-    # Extreme raters and items, from all their responses, with the core anchored.
-    if rater_extreme.any() or item_extreme.any():
-        target = raw.astype(float)
-        low, high = rater_extreme & (raw == 0), rater_extreme & (raw == m * rater_n)
-        target[low] += EXTREME_SCORE_ADJUSTMENT
-        target[high] -= EXTREME_SCORE_ADJUSTMENT
-        counts, _ = _smooth_null_categories(_extreme_item_counts(counts_all))
-        no_core = not core_items.any()
-        ok, more = _fit(
-            r_obs,
-            i_obs,
-            theta,
-            delta,
-            target,
-            _at_least(counts),
-            rater_extreme,
-            item_extreme,
-            centre=no_core,
-            max_iter=max_iter,
-            tol=tol,
-        )
-        converged, iterations = converged and ok, iterations + more
+    # Thresholds of the conditioned and the extreme items, with every competency anchored.
+    estimable = np.isfinite(theta) & (rater_n > 0)
+    others = (item_n > 0) & ~joint_items
+    ok, more = _items_fit(theta, delta, r_obs, i_obs, x, estimable[r_obs], others, m, settings)
+    converged, iterations = converged and ok, iterations + more
+    null_category |= (
+        others & _smooth_null_categories(_item_counts(i_obs[estimable[r_obs]], x[estimable[r_obs]], m, n_items))[1]
+    )
 
-    rated_items = item_n > 0
-    shift = delta[rated_items].mean()
-    delta -= shift
-    theta -= shift
+    if core_raters.any():
+        shift = theta[core_raters].mean()
+        theta -= shift
+        delta -= shift
 
-    # Model-based standard errors at the final estimates, from all responses.
-    p = _category_probs(theta[r_obs], _cumulative(delta)[i_obs])
-    scores = np.arange(m + 1)
-    variance = p @ scores**2 - (p @ scores) ** 2
-    with np.errstate(divide="ignore"):
-        ability_se = 1 / np.sqrt(np.bincount(r_obs, variance, n_raters))
-    _, info = _item_information(p, i_obs, n_items)
+    # Model-based standard errors of the thresholds, from the responses each item was fitted on.
+    used = np.where(joint_items[i_obs], active, estimable[r_obs])
+    p = _category_probs(theta[r_obs[used]], _cumulative(delta)[i_obs[used]])
+    _, info = _item_information(p, i_obs[used], n_items)
+    rated_items = np.bincount(i_obs[used], minlength=n_items) > 0
     step_se = np.full((n_items, m), np.nan)
     step_se[rated_items] = np.sqrt(np.diagonal(np.linalg.inv(info[rated_items]), axis1=1, axis2=2))
 
-    theta[rater_n == 0] = np.nan
-    ability_se[rater_n == 0] = np.nan
+    theta[~estimable] = np.nan
+    ability_se[~estimable] = np.nan
     delta[~rated_items] = np.nan
     # Map the fitted steps back to the rubric's two steps (LA -> AA, AA -> EA).
     thresholds = np.full((n_items, MAX_SCORE), np.nan)
@@ -398,8 +572,9 @@ def fit_pcm(
             thresholds[:, j - 1] = delta[:, step - 1]
             threshold_se[:, j - 1] = step_se[:, step - 1]
 
-    null_category &= core_items
-    for array in (theta, ability_se, thresholds, threshold_se, rater_extreme, item_extreme, null_category):
+    null_category &= ~item_extreme & (item_n > 0)
+    arrays = (theta, ability_se, thresholds, threshold_se, rater_extreme, item_extreme, null_category, conditional)
+    for array in arrays:
         array.flags.writeable = False  # a frozen result: its arrays cannot be changed in place
     return PCMResult(
         abilities=theta,
@@ -411,9 +586,94 @@ def fit_pcm(
         rater_extreme=rater_extreme,
         item_extreme=item_extreme,
         item_null_category=null_category,
+        item_conditional=conditional,
         categories=categories,
         bias_factor=bias_factor,
     )
+
+
+def _items_fit(theta, delta, r_obs, i_obs, x, use, free_items, m, settings) -> tuple[bool, int]:
+    """Thresholds of ``free_items`` from the responses in ``use``, competencies anchored.
+
+    Extreme items get the 0.3-point adjustment, items with an empty category the smoothing.
+    """
+    n_items = delta.shape[0]
+    counts = _item_counts(i_obs[use], x[use], m, n_items)
+    counts, _ = _smooth_null_categories(_extreme_item_counts(counts))
+    free = free_items & (counts.sum(axis=1) > 0)
+    if not free.any():
+        return True, 0
+    joint = _Joint(r_obs[use], i_obs[use], x[use])
+    none = _Conditioned.build(np.zeros(0, dtype=int), np.zeros(0, dtype=int), np.zeros(0, dtype=int))
+    return _fit(
+        theta, delta, none, joint, np.zeros(theta.size), _at_least(counts), np.zeros(theta.size, dtype=bool), free,
+        centre=False, **settings,
+    )  # fmt: skip
+
+
+def _extreme_raters_fit(theta, delta, ability_se, observations, active, rater_extreme, conditional, settings):
+    """Each extreme rater against the core: its responses, the core's on its conditioned items.
+
+    Its score is moved 0.3 points toward the centre of what was possible; the core and the
+    JML items stay anchored. Sets ability_se of these raters; NaN where nothing compares them.
+    """
+    r_obs, i_obs, x = observations
+    m = settings["m"]
+    n_raters = theta.size
+    own = rater_extreme[r_obs]
+    on_conditioned = conditional[i_obs]
+    # One unit per (extreme rater, conditioned item): its own response plus the core's there.
+    mine = np.flatnonzero(own & on_conditioned)
+    core_by_item = {}
+    for position in np.flatnonzero(active & on_conditioned):
+        core_by_item.setdefault(int(i_obs[position]), []).append(position)
+    positions, units = [], []
+    for unit, position in enumerate(mine):
+        members = [position, *core_by_item.get(int(i_obs[position]), [])]
+        positions.extend(members)
+        units.extend([unit] * len(members))
+    positions = np.asarray(positions, dtype=int)
+    units = np.asarray(units, dtype=int)
+    conditioned = _Conditioned.build(r_obs[positions], units, x[positions])
+    self_response = np.zeros(positions.size, dtype=bool)
+    self_response[np.searchsorted(units, np.arange(mine.size))] = True  # each unit starts with its own response
+    low, high = conditioned.bounds()
+
+    joint_mine = own & ~on_conditioned
+    joint = _Joint(r_obs[joint_mine], i_obs[joint_mine], x[joint_mine])
+    rater_of = np.concatenate([r_obs[positions][self_response], joint.rater])
+    raw = np.bincount(rater_of, np.concatenate([x[positions][self_response], joint.x]), n_raters)
+    lowest = np.bincount(rater_of, np.concatenate([low[self_response], np.zeros(joint.x.size)]), n_raters)
+    highest = np.bincount(rater_of, np.concatenate([high[self_response], np.full(joint.x.size, m)]), n_raters)
+    target = _adjusted_targets(raw, lowest, highest)
+    free = rater_extreme & np.isfinite(target)
+    theta[rater_extreme & ~free] = np.nan
+
+    def moments(values):
+        expected, information = np.zeros(n_raters), np.zeros(n_raters)
+        if mine.size:
+            e, v = conditioned.moments(values, m)
+            expected += np.bincount(conditioned.rater[self_response], e[self_response], n_raters)
+            information += np.bincount(conditioned.rater[self_response], v[self_response], n_raters)
+        if joint.x.size:
+            p = _category_probs(values[joint.rater], _cumulative(delta)[joint.item])
+            scores = np.arange(m + 1)
+            e = p @ scores
+            expected += np.bincount(joint.rater, e, n_raters)
+            information += np.bincount(joint.rater, p @ scores**2 - e**2, n_raters)
+        return expected, information
+
+    converged, iterations = False, settings["max_iter"]
+    for iteration in range(1, settings["max_iter"] + 1):
+        expected, information = moments(theta)
+        step = np.clip((target - expected)[free] / information[free], -MAX_STEP, MAX_STEP)
+        theta[free] += step
+        if np.abs(step).max(initial=0.0) < settings["tol"]:
+            converged, iterations = True, iteration
+            break
+    _, information = moments(theta)
+    ability_se[free] = 1 / np.sqrt(information[free])
+    return converged, iterations
 
 
 def thurstonian_thresholds(thresholds: np.ndarray) -> np.ndarray:
@@ -434,45 +694,3 @@ def thurstonian_thresholds(thresholds: np.ndarray) -> np.ndarray:
     tau1 = np.where(both, d1 - log_term, d1)
     tau2 = np.where(both, d2 + log_term, d2)
     return np.stack([tau1, tau2], axis=1)
-
-
-def latent_regression(
-    abilities: np.ndarray, training_scores_percent: np.ndarray, ability_se: np.ndarray | None = None
-) -> dict:
-    """Regress rater competency (logits) on tutorial score (percent, 0-100).
-
-    The paper fits a latent regression (population model) in ConQuest and reports 0.017
-    logits per 1% (SE 0.003), i.e. 0.17 per 10%. Here, a two-step approximation on the JML
-    point estimates: ordinary least squares (statsmodels OLS), or weighted least squares
-    with weights 1/se^2 when ability_se is given. Error in the dependent variable leaves the
-    OLS slope unbiased and widens its standard error. Raters with a NaN ability or score are
-    left out.
-    """
-    y = np.asarray(abilities, dtype=float)
-    score = np.asarray(training_scores_percent, dtype=float)
-    keep = np.isfinite(y) & np.isfinite(score)
-    if keep.sum() < 3:
-        raise ValueError("the regression needs at least 3 raters with a competency and a tutorial score")
-    design = sm.add_constant(score[keep], has_constant="add")
-    if ability_se is None:
-        fit = sm.OLS(y[keep], design).fit()
-        method = "OLS"
-    else:
-        se = np.asarray(ability_se, dtype=float)
-        keep_se = np.isfinite(se[keep]) & (se[keep] > 0)
-        design = design[keep_se]
-        fit = sm.WLS(y[keep][keep_se], design, weights=1 / se[keep][keep_se] ** 2).fit()
-        method = "WLS"
-    coef, coef_se = float(fit.params[1]), float(fit.bse[1])
-    return {
-        "method": method,
-        "n": int(fit.nobs),
-        "intercept": float(fit.params[0]),
-        "intercept_se": float(fit.bse[0]),
-        "coef_per_percent": coef,
-        "se_per_percent": coef_se,
-        "coef_per_10_percent": 10 * coef,
-        "se_per_10_percent": 10 * coef_se,
-        "p_value": float(fit.pvalues[1]),
-        "r_squared": float(fit.rsquared),
-    }

@@ -81,6 +81,7 @@ COLUMNS = (
     ("prime_equal_share", "= prime", _percent),
     ("open_disputes", "Open disputes", _plain),
     ("competency", "Competency (logits)", lambda v: _number(v, 2)),
+    ("rater_quality", "DS accuracy", _percent),
     ("flag_count", "Flags", _plain),
 )
 SORT_KEYS = {key for key, _, _ in COLUMNS}
@@ -95,8 +96,10 @@ def _sort_value(stats: RaterStats, key: str) -> object:
 
 def _with_competency(rows: list[RaterStats], analysis: CompetencyAnalysis | None) -> list[RaterStats]:
     abilities = analysis.abilities if analysis is not None else {}
+    quality = analysis.rater_quality if analysis is not None else {}
     for row in rows:
         row.competency = (abilities.get(str(row.profile_id)) or [None])[0]
+        row.rater_quality = quality.get(str(row.profile_id))
     return rows
 
 
@@ -207,6 +210,7 @@ def rater_detail(request: HttpRequest, profile_id: int) -> HttpResponse:
     context = {
         "profile": profile,
         "stats": stats,
+        "analysis_not_converged": analysis is not None and analysis.details.get("converged") is False,
         "flags": [(f, FLAG_LABELS[f]) for f in stats.flags],
         "rates": {
             key: _percent(getattr(stats, key))

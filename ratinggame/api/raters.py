@@ -58,6 +58,12 @@ class RaterStatsSerializer(serializers.Serializer):
     flags = serializers.ListField(child=serializers.ChoiceField(choices=FLAGS))
     competency = serializers.FloatField(allow_null=True, help_text="Latest PCM ability, in logits.")
     competency_se = serializers.FloatField(allow_null=True, help_text="Its standard error.")
+    competency_converged = serializers.BooleanField(
+        allow_null=True, help_text="Whether that PCM fit converged (false: the competency is not an estimate to read)."
+    )
+    rater_quality = serializers.FloatField(
+        allow_null=True, help_text="Dawid-Skene expected accuracy (0..1) on game ratings, from the same analysis."
+    )
 
 
 class RaterActionSerializer(serializers.ModelSerializer):
@@ -77,11 +83,14 @@ class ReasonSerializer(serializers.Serializer):
 def _stats_rows(profile_ids: list[int] | None = None) -> list[dict]:
     analysis = latest_analysis()
     abilities = analysis.abilities if analysis is not None else {}
+    quality = analysis.rater_quality if analysis is not None else {}
+    converged = analysis.details.get("converged") if analysis is not None else None
     rows = []
     for stats in rater_statistics(profile_ids):
         ability, se = (abilities.get(str(stats.profile_id)) or [None, None])[:2]
         row = {name: getattr(stats, name) for name in RaterStatsSerializer().fields if hasattr(stats, name)}
-        rows.append({**row, "competency": ability, "competency_se": se})
+        extra = {"competency_converged": converged, "rater_quality": quality.get(str(stats.profile_id))}
+        rows.append({**row, "competency": ability, "competency_se": se, **extra})
     return rows
 
 

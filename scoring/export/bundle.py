@@ -19,6 +19,7 @@ The management command `export_dataset` and the Celery task `scoring.tasks.expor
 import json
 import shutil
 import subprocess
+from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,44 +28,66 @@ from django.conf import settings
 from django.core.files.storage import default_storage
 
 from ratinggame.models import MIN_HUMAN_RATINGS
-from scoring.agreement import virtual_rater_report
-from scoring.export.data import ExportData, Progress, export_data_collect, iso_utc
+from scoring import aggregation
+from scoring.bootstrap import RESAMPLES
+from scoring.export.card import (
+    CARD_FILE,
+    CONFIGS,
+    DATA_FOLDER,
+    card_format,
+    card_front_matter,
+    rows_by_split,
+    split_file,
+)
+from scoring.export.data import ExportData, Progress, export_data_collect
 from scoring.export.files import file_sha256, folder_files
-from scoring.export.formats import DEFAULT_FORMATS, FORMATS, formats_parse, table_write
-from scoring.export.report import datasheet_render, report_render
+from scoring.export.formats import DEFAULT_FORMATS, FORMATS, WRITERS, formats_parse, iso_utc, table_write
+from scoring.export.report import dataset_card_render, datasheet_render, report_render
 from scoring.export.stats import (
+    MIN_IMAGES_TO_INTERPRET,
+    MIN_PAIRS_TO_INTERPRET,
     PAPER_TABLE3,
+    agreement_block,
     json_safe,
     metric_correlation,
     pair_summary,
+    paper_comparison,
     rating_distribution,
     source_distributions,
 )
 from scoring.splits import SPLITS, TEST, split_for_image
 
 SAMPLES = 100  # virtual-rater repetitions (SPEC section 6)
+DATASET_NAME = "Validated image caption ratings (rating game export)"
+NO_IMAGE_SOURCE = "(not recorded at import)"
 WRIGHT_MAP_FILE = "wright_map.svg"
-BUNDLE_FILES = ("statistics.json", "report.html", "datasheet.md", WRIGHT_MAP_FILE, "manifest.json")
+BUNDLE_FILES = ("statistics.json", "report.html", "datasheet.md", CARD_FILE, WRIGHT_MAP_FILE, "manifest.json")
+BUNDLE_FOLDERS = ("images", DATA_FOLDER)
+# (name, type[, decimals in CSV and JSON Lines]); Parquet keeps full precision (formats.py).
 PAIR_COLUMNS = (
     ("pair_id", "int"),
     ("image_file", "str"),
     ("image_sha256", "str"),
     ("image_original_name", "str"),
+    ("image_source", "str"),
     ("caption", "str"),
     ("source", "str"),
     ("split", "str"),
     ("num_ratings", "int"),
-    ("mean", "float"),
+    ("mean", "float", 4),
     ("consensus", "int"),
-    ("sd", "float"),
+    ("sd", "float", 4),
+    ("ds_label", "int"),
+    ("ds_posterior", "float", 4),
 )
 RATING_COLUMNS = (
     ("pair_id", "int"),
     ("rater", "str"),
     ("rating", "int"),
-    ("submitted_at", "str"),
-    ("seconds_spent", "float"),
+    ("submitted_at", "datetime"),
+    ("seconds_spent", "float", 3),
 )
+RAW_SCORE_DIGITS, CALIBRATED_DIGITS = 6, 4  # model scores: raw cosine-based values differ in the 4th decimal
 
 
 def export_build(
@@ -76,6 +99,7 @@ def export_build(
     with_images: bool = False,
     progress: Progress | None = None,
     samples: int = SAMPLES,
+    resamples: int = RESAMPLES,
 ) -> dict:
     """Write the bundle into ``out_dir`` and return its counts.
 
@@ -89,6 +113,8 @@ def export_build(
         raise ValueError(f"min_ratings must be a whole number >= 1, got {min_ratings!r}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ValueError(f"seed must be a whole number, got {seed!r}")
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 0:
+        raise ValueError(f"resamples must be a whole number >= 0, got {resamples!r}")
     report = progress or (lambda fraction, message: None)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -97,6 +123,7 @@ def export_build(
         "min_ratings": min_ratings,
         "seed": seed,
         "samples": samples,
+        "resamples": resamples,
         "formats": list(formats),
         "with_images": with_images,
     }
@@ -107,17 +134,26 @@ def export_build(
     splits = {pair.id: split_for_image(pair.image_sha256, seed) for pair in data.pairs}
     report(0.45, "Computing agreement statistics")
     summaries = {pair.id: pair_summary(pair.ratings) for pair in data.pairs}
-    statistics = export_statistics(
-        data, splits=splits, summaries=summaries, seed=seed, samples=samples, parameters=parameters
-    )
+    statistics = export_statistics(data, splits=splits, summaries=summaries, parameters=parameters)
 
     statistics["competency"], wright_map = competency_section(data.pseudonyms)
+    report(0.55, "Aggregating with Dawid-Skene")
+    aggregate = _aggregate(data)
+    statistics["rater_quality"] = _rater_quality_section(data, aggregate)
+
+    statistics["image_sources"] = _image_sources(data)
 
     report(0.6, "Writing tables")
-    pair_columns, pair_rows = _pair_table(data, splits, summaries)
+    pair_columns, pair_rows = _pair_table(data, splits, summaries, aggregate)
     table_write(out, "pairs", pair_columns, pair_rows, formats)
-    rating_rows = [(r.pair_id, r.rater, r.value, iso_utc(r.submitted_at), round(r.seconds, 3)) for r in data.ratings]
+    rating_rows = [(r.pair_id, r.rater, r.value, r.submitted_at, r.seconds) for r in data.ratings]
     table_write(out, "ratings", RATING_COLUMNS, rating_rows, formats)
+    _split_files_write(
+        out,
+        card_format(formats),
+        {"pairs": (pair_columns, pair_rows), "ratings": (RATING_COLUMNS, rating_rows)},
+        splits,
+    )
     if with_images:
         statistics["counts"]["images_missing"] = _images_copy(data, out / "images", report)
 
@@ -127,24 +163,37 @@ def export_build(
         (out / WRIGHT_MAP_FILE).write_text(wright_map + "\n", encoding="utf-8")
     (out / "report.html").write_text(report_render(statistics, wright_map_svg=wright_map), encoding="utf-8")
     (out / "datasheet.md").write_text(datasheet_render(statistics), encoding="utf-8")
+    front_matter = card_front_matter(
+        pretty_name=DATASET_NAME,
+        license_id=settings.RATINGGAME["DATASET_LICENSE"],
+        pairs=len(data.pairs),
+        fmt=card_format(formats),
+    )
+    card = dataset_card_render(
+        statistics, front_matter=front_matter, pretty_name=DATASET_NAME, code_version=code_version()
+    )
+    (out / CARD_FILE).write_text(card, encoding="utf-8")
     _manifest_write(out, parameters, statistics["counts"])
     report(1.0, "Done")
     return statistics["counts"]
 
 
 def export_statistics(
-    data: ExportData, *, splits: dict[int, str], summaries: dict[int, tuple], seed: int, samples: int, parameters: dict
+    data: ExportData, *, splits: dict[int, str], summaries: dict[int, tuple], parameters: dict
 ) -> dict:
-    """statistics.json: agreement, distributions, counts, splits and metric correlations.
+    """statistics.json: agreement (with 95% intervals, overall and per caption source),
+    distributions, counts, splits and metric correlations.
 
-    ``summaries`` holds each pair's (mean, consensus, sd) from `pair_summary`.
+    ``summaries`` holds each pair's (mean, consensus, sd) from `pair_summary`; ``parameters``
+    the export's (seed, samples, resamples).
     """
     ratings = {pair.id: pair.ratings for pair in data.pairs}
     consensus = {pair_id: summary[1] for pair_id, summary in summaries.items()}
-    try:
-        agreement, agreement_note = virtual_rater_report(list(ratings.values()), samples=samples, seed=seed), ""
-    except ValueError as error:  # fewer than 2 pairs with 3 ratings: nothing to compare
-        agreement, agreement_note = None, str(error)
+    options = {key: parameters[key] for key in ("samples", "seed", "resamples")}
+    overall = agreement_block(list(ratings.values()), **options)
+    by_source: dict[str, list[list[int]]] = {}
+    for pair in data.pairs:
+        by_source.setdefault(pair.source, []).append(pair.ratings)
     split_counts = {name: {"images": 0, "pairs": 0, "ratings": 0} for name in SPLITS}
     split_images: dict[str, set[int]] = {name: set() for name in SPLITS}
     for pair in data.pairs:
@@ -155,6 +204,7 @@ def export_statistics(
     for name in SPLITS:
         split_counts[name]["images"] = len(split_images[name])
     test_ratings = {pair_id: values for pair_id, values in ratings.items() if splits[pair_id] == TEST}
+    few_test_images = split_counts[TEST]["images"] < MIN_IMAGES_TO_INTERPRET
     correlations, model_scores = [], []
     for column in data.model_columns:
         by_pair = data.model_scores[(column.metric, column.model_identity)]
@@ -175,17 +225,27 @@ def export_statistics(
                     "model_identity": column.model_identity,
                     "score": kind,
                     "split": TEST,
-                    **metric_correlation(scores, test_ratings),
+                    **metric_correlation(
+                        scores, test_ratings, resamples=parameters["resamples"], seed=parameters["seed"]
+                    ),
                 }
             )
+            correlations[-1]["too_few"] = correlations[-1]["too_few"] or few_test_images
     return json_safe(
         {
             "parameters": parameters,
             "counts": data.counts,
             "splits": split_counts,
-            "agreement": agreement,
-            "agreement_note": agreement_note,
+            "agreement": overall["virtual_raters"],
+            "agreement_note": overall["note"],
+            "agreement_too_few": overall["too_few"],
+            "agreement_all_ratings": overall["all_ratings"],
+            "agreement_by_source": {
+                source: agreement_block(values, **options) for source, values in sorted(by_source.items())
+            },
             "paper_table3": PAPER_TABLE3,
+            "paper_comparison": paper_comparison(overall["virtual_raters"]),
+            "minimums": {"pairs": MIN_PAIRS_TO_INTERPRET, "test_images": MIN_IMAGES_TO_INTERPRET},
             "rating_distribution": rating_distribution(consensus.values()),
             "source_distributions": source_distributions((pair.source, consensus[pair.id]) for pair in data.pairs),
             "model_scores": model_scores,
@@ -194,12 +254,53 @@ def export_statistics(
     )
 
 
+def _split_files_write(out: Path, fmt: str, tables: dict[str, tuple], splits: dict[int, str]) -> None:
+    """The dataset card's per-split tables (scoring.export.card), in one format."""
+    (out / DATA_FOLDER).mkdir(exist_ok=True)
+    for config in CONFIGS:
+        columns, rows = tables[config]
+        for split, chosen in rows_by_split(rows, splits).items():
+            WRITERS[fmt].write(out / split_file(config, split, fmt), columns, chosen)
+
+
+def _image_sources(data: ExportData) -> list[dict]:
+    """Where the exported images came from (as recorded at import), with how many images each."""
+    sources = Counter(
+        pair.image_source.strip() or NO_IMAGE_SOURCE for pair in {p.image_id: p for p in data.pairs}.values()
+    )
+    return [{"source": source, "images": count} for source, count in sorted(sources.items())]
+
+
+def _aggregate(data: ExportData) -> aggregation.Aggregate | None:
+    if not data.ratings:
+        return None
+    return aggregation.dawid_skene((rating.pair_id, rating.rater, rating.value) for rating in data.ratings)
+
+
+def _rater_quality_section(data: ExportData, aggregate: aggregation.Aggregate | None) -> dict:
+    """statistics.json's ``rater_quality``: each exported rater's Dawid-Skene expected accuracy."""
+    counts: dict[str, int] = {}
+    for rating in data.ratings:
+        counts[rating.rater] = counts.get(rating.rater, 0) + 1
+    quality = aggregate.rater_quality if aggregate is not None else {}
+    return {
+        "method": aggregation.METHOD,
+        "columns": ["ds_label", "ds_posterior"],
+        "raters": [
+            {"rater": rater, "ratings": counts[rater], "quality": quality.get(rater)} for rater in sorted(counts)
+        ],
+    }
+
+
 def _pair_table(
-    data: ExportData, splits: dict[int, str], summaries: dict[int, tuple]
+    data: ExportData, splits: dict[int, str], summaries: dict[int, tuple], aggregate: aggregation.Aggregate | None
 ) -> tuple[list[tuple[str, str]], list[tuple]]:
     columns = list(PAIR_COLUMNS)
     for column in data.model_columns:
-        columns += [(f"score__{column.stem}__raw", "float"), (f"score__{column.stem}__calibrated", "float")]
+        columns += [
+            (f"score__{column.stem}__raw", "float", RAW_SCORE_DIGITS),
+            (f"score__{column.stem}__calibrated", "float", CALIBRATED_DIGITS),
+        ]
     score_maps = [data.model_scores[(column.metric, column.model_identity)] for column in data.model_columns]
     rows = []
     for pair in data.pairs:
@@ -209,6 +310,7 @@ def _pair_table(
             _file_name(pair.image_name),
             pair.image_sha256,
             pair.image_original_name,
+            pair.image_source,
             pair.caption,
             pair.source,
             splits[pair.id],
@@ -216,6 +318,8 @@ def _pair_table(
             mean,
             consensus,
             sd,
+            aggregate.labels.get(pair.id) if aggregate else None,
+            aggregate.posterior.get(pair.id) if aggregate else None,
         ]
         for by_pair in score_maps:
             row.extend(by_pair.get(pair.id, (None, None)))
@@ -250,7 +354,7 @@ def _manifest_write(out: Path, parameters: dict, counts: dict) -> None:
         if name != "manifest.json":
             files[name] = {"sha256": file_sha256(out / name), "bytes": (out / name).stat().st_size}
     manifest = {
-        "dataset": "Validated image caption ratings (rating game export)",
+        "dataset": DATASET_NAME,
         "created_at": iso_utc(datetime.now(UTC)),
         "code_version": code_version(),
         "parameters": parameters,
@@ -280,18 +384,20 @@ def _bundle_names(out: Path) -> list[str]:
     """The files of a bundle found in ``out`` (relative, sorted); other files there are not ours."""
     top = [*BUNDLE_FILES, *(f"{stem}.{fmt}" for stem in ("pairs", "ratings") for fmt in FORMATS)]
     names = [name for name in top if (out / name).is_file()]
-    if (out / "images").is_dir():
-        names += [f"images/{path.as_posix()}" for path in folder_files(out / "images")]
+    for folder in BUNDLE_FOLDERS:
+        if (out / folder).is_dir():
+            names += [f"{folder}/{path.as_posix()}" for path in folder_files(out / folder)]
     return sorted(names)
 
 
 def _bundle_clear(out: Path) -> None:
     """Remove what an earlier export wrote here, so no stale table or image is left beside the new ones."""
     for name in _bundle_names(out):
-        if not name.startswith("images/"):
+        if "/" not in name:
             (out / name).unlink()
-    if (out / "images").is_dir():
-        shutil.rmtree(out / "images")
+    for folder in BUNDLE_FOLDERS:
+        if (out / folder).is_dir():
+            shutil.rmtree(out / folder)
 
 
 def _json_write(path: Path, value: dict) -> None:

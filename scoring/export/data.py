@@ -13,12 +13,13 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
 from django.db.models import Count
 
 from annotators.models import ProbationRound, RaterProfile
 from ratinggame.models import CaptionPair, Pool, Rating
+from scoring.export.formats import iso_utc
 from scoring.models import ModelRating
 
 Progress = Callable[[float, str], None]
@@ -35,6 +36,7 @@ class ExportPair:
     image_original_name: str
     caption: str
     source: str
+    image_source: str  # where the image came from (collection, URL, licence), as imported
     ratings: list[int] = field(default_factory=list)
 
 
@@ -118,6 +120,7 @@ def _valid_rating_rows(report: Progress) -> list[tuple]:
 
 def _pairs(kept: set[int], per_pair: dict[int, list[int]]) -> tuple[list[ExportPair], int]:
     fields = ("id", "image_id", "image__file", "image__sha256", "image__original_name", "caption", "source")
+    fields += ("image__source",)
     pairs, game_pairs = [], 0
     for row in CaptionPair.objects.game().order_by("id").values_list(*fields).iterator(chunk_size=_CHUNK):
         game_pairs += 1
@@ -201,8 +204,3 @@ def _timing(ratings: list[ExportRating]) -> dict:
         "first_rating": iso_utc(min(rating.submitted_at for rating in ratings)),
         "last_rating": iso_utc(max(rating.submitted_at for rating in ratings)),
     }
-
-
-def iso_utc(moment: datetime) -> str:
-    """ISO-8601 in UTC with milliseconds and a Z: 2024-05-01T12:00:03.250Z."""
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -5,20 +5,45 @@ columns, rows)``; ``FORMATS`` lists them and ``DEFAULT_FORMATS`` names the ones 
 writes when none are chosen. Adding a format is a change to this file only: a writer class
 and its entry in ``WRITERS``. No Django import.
 
-``columns`` holds (column name, type) with types "int", "float", "str"; every column may hold
-None, which is an empty cell in CSV and null in JSON Lines and Parquet.
+``columns`` holds (column name, type) or (column name, type, digits) with types "int",
+"float", "str" and "datetime" (aware datetimes); every column may hold None, which is an empty
+cell in CSV and null in JSON Lines and Parquet. Parquet keeps the types: datetimes are UTC
+timestamps (milliseconds) and floats are full doubles. The text formats write datetimes as
+ISO-8601 UTC strings and round a float column to its ``digits`` decimals when it names them (a
+mean of ratings as 4.3333, not 4.333333333333333).
 """
 
 import csv
 import json
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import ClassVar, Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-Columns = Sequence[tuple[str, str]]
+Columns = Sequence[tuple]
+
+
+def iso_utc(moment: datetime) -> str:
+    """ISO-8601 in UTC with milliseconds and a Z: 2024-05-01T12:00:03.250Z."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _text_rows(columns: Columns, rows: Sequence[Sequence]):
+    """Rows as the text formats write them: datetimes as ISO strings, floats rounded."""
+    converters = []
+    for column in columns:
+        kind, digits = column[1], column[2] if len(column) > 2 else None
+        if kind == "datetime":
+            converters.append(lambda value: None if value is None else iso_utc(value))
+        elif kind == "float" and digits is not None:
+            converters.append(lambda value, d=digits: None if value is None else round(value, d))
+        else:
+            converters.append(None)
+    for row in rows:
+        yield [value if convert is None else convert(value) for value, convert in zip(row, converters, strict=True)]
 
 
 class TableWriter(Protocol):
@@ -35,8 +60,8 @@ class CsvWriter:
     def write(self, path: Path, columns: Columns, rows: Sequence[Sequence]) -> None:
         with path.open("w", newline="", encoding="utf-8") as handle:
             writer = csv.writer(handle)
-            writer.writerow([column for column, _ in columns])
-            writer.writerows(["" if value is None else value for value in row] for row in rows)
+            writer.writerow([column[0] for column in columns])
+            writer.writerows(["" if value is None else value for value in row] for row in _text_rows(columns, rows))
 
 
 class JsonLinesWriter:
@@ -44,20 +69,25 @@ class JsonLinesWriter:
     label = "JSON Lines"
 
     def write(self, path: Path, columns: Columns, rows: Sequence[Sequence]) -> None:
-        names = [column for column, _ in columns]
+        names = [column[0] for column in columns]
         with path.open("w", encoding="utf-8") as handle:
-            for row in rows:
+            for row in _text_rows(columns, rows):
                 handle.write(json.dumps(dict(zip(names, row, strict=True)), ensure_ascii=False) + "\n")
 
 
 class ParquetWriter:
     name = "parquet"
     label = "Parquet (typed columns)"
-    arrow_types: ClassVar[dict] = {"int": pa.int64(), "float": pa.float64(), "str": pa.string()}
+    arrow_types: ClassVar[dict] = {
+        "int": pa.int64(),
+        "float": pa.float64(),
+        "str": pa.string(),
+        "datetime": pa.timestamp("ms", tz="UTC"),
+    }
 
     def write(self, path: Path, columns: Columns, rows: Sequence[Sequence]) -> None:
-        schema = pa.schema([(column, self.arrow_types[kind]) for column, kind in columns])
-        data = {column: [row[index] for row in rows] for index, (column, _) in enumerate(columns)}
+        schema = pa.schema([(column[0], self.arrow_types[column[1]]) for column in columns])
+        data = {column[0]: [row[index] for row in rows] for index, column in enumerate(columns)}
         pq.write_table(pa.Table.from_pydict(data, schema=schema), path)
 
 

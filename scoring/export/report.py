@@ -8,11 +8,46 @@ from annotators import journey
 from annotators.scale import LEVELS
 from ratinggame.models import Pool
 from scoring.export.figures import distribution_bars_svg, source_shares_svg
-from scoring.export.stats import AGREEMENT_ROWS, PAPER_TABLE3
+from scoring.export.stats import AGREEMENT_ROWS, ALL_RATINGS_ROWS, PAPER_TABLE3
+
+NO_REGRESSION = "fewer than 3 raters with game ratings and a tutorial score"
 
 
 def _figure(value: float | None, digits: int = 1) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _interval(found: dict | None, digits: int = 1) -> str:
+    found = found or {}
+    low, high = found.get("ci_low"), found.get("ci_high")
+    return "—" if low is None or high is None else f"[{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def _paper_inside(regression: dict, paper: float) -> str:
+    low, high = regression.get("ci_low_per_10_percent"), regression.get("ci_high_per_10_percent")
+    if low is None or high is None:
+        return "—"
+    return "yes" if low <= paper <= high else "no"
+
+
+def _inside(comparison: dict, statistic: str) -> str:
+    inside = (comparison.get("VICR") or {}).get(statistic, {}).get("inside")
+    return "—" if inside is None else ("yes" if inside else "no")
+
+
+def _source_rows(statistics: dict) -> list[dict]:
+    """One row per caption source: its main agreement figures with their intervals."""
+    rows = []
+    for source, block in (statistics.get("agreement_by_source") or {}).items():
+        virtual = block.get("virtual_raters") or {}
+        everything = block.get("all_ratings") or {}
+        cells = []
+        for found in (virtual.get("tau_X_YZ"), virtual.get("kendall_w"), virtual.get("fleiss_kappa")):
+            cells.append(f"{_figure((found or {}).get('mean'))} {_interval(found)}")
+        for found in (everything.get("krippendorff_alpha_ordinal"), everything.get("icc1")):
+            cells.append(f"{_figure((found or {}).get('value'))} {_interval(found)}")
+        rows.append({"source": source, "pairs": block.get("pairs"), "too_few": block.get("too_few"), "cells": cells})
+    return rows
 
 
 def _p_value(p: float | None) -> str:
@@ -36,9 +71,23 @@ def _competency(statistics: dict) -> dict:
             "p": p,
             "p_text": f"p {p}" if p.startswith("<") else f"p = {p}",
             "n": regression.get("n"),
+            "too_few": bool(regression.get("too_few")),
+            "min_raters": regression.get("min_raters"),
+            "interval": _interval(
+                {
+                    "ci_low": regression.get("ci_low_per_10_percent"),
+                    "ci_high": regression.get("ci_high_per_10_percent"),
+                },
+                digits=3,
+            ),
+            "paper_inside": _paper_inside(regression, paper.get("coef_per_10_percent", 0.17)),
         }
+    details = competency.get("details") or {}
     return {
         **competency,
+        "not_converged": details.get("converged") is False,
+        "regression_not_converged": regression.get("converged") is False,
+        "regression_note": details.get("regression_note") or NO_REGRESSION,
         "regression_row": row,
         "paper_coef": f"{paper.get('coef_per_10_percent', 0.17):+.2f}",
         "paper_se": f"{paper.get('se_per_10_percent', 0.03):.2f}",
@@ -51,6 +100,7 @@ def _competency(statistics: dict) -> dict:
 
 def _context(statistics: dict) -> dict:
     agreement = statistics.get("agreement") or {}
+    comparison = statistics.get("paper_comparison") or {}
     rows = []
     for key, label in AGREEMENT_ROWS:
         found = agreement.get(key) or {}
@@ -58,24 +108,39 @@ def _context(statistics: dict) -> dict:
             {
                 "label": label,
                 "mean": _figure(found.get("mean")),
+                "interval": _interval(found),
                 "sd": "" if found.get("sd") is None else f"{found['sd']:.2f}",
                 "vicr": _figure(PAPER_TABLE3["VICR"].get(key)),
+                "vicr_inside": _inside(comparison, key) if key in PAPER_TABLE3["VICR"] else "",
                 "flickr": _figure(PAPER_TABLE3["Flickr8k-Expert"].get(key)),
             }
         )
+    everything = statistics.get("agreement_all_ratings") or {}
+    all_rows = []
+    for key, label in ALL_RATINGS_ROWS:
+        found = everything.get(key) or {}
+        all_rows.append({"label": label, "value": _figure(found.get("value")), "interval": _interval(found)})
     distribution = statistics["rating_distribution"]
     total = sum(distribution.values())
     sources = [
         {"source": source, "counts": list(counts.values()), "total": sum(counts.values())}
         for source, counts in statistics["source_distributions"].items()
     ]
-    correlations = [{**row, "tau_text": _figure(row["tau_c"])} for row in statistics["metric_correlations"]]
+    correlations = [
+        {**row, "tau_text": _figure(row["tau_c"]), "interval": _interval(row)}
+        for row in statistics["metric_correlations"]
+    ]
     game = settings.RATINGGAME
     return {
         "statistics": statistics,
         "counts": statistics["counts"],
         "parameters": statistics["parameters"],
         "agreement_rows": rows,
+        "all_ratings_rows": all_rows,
+        "all_ratings": everything,
+        "source_agreement_rows": _source_rows(statistics),
+        "agreement_too_few": statistics.get("agreement_too_few"),
+        "minimums": statistics.get("minimums") or {},
         "agreement": agreement,
         "agreement_note": statistics.get("agreement_note", ""),
         "distribution_rows": [
@@ -93,6 +158,7 @@ def _context(statistics: dict) -> dict:
             )
         ),
         "competency": _competency(statistics),
+        "rater_quality": statistics.get("rater_quality") or {},
         "scale_levels": LEVELS,
         "min_seconds": journey.min_seconds(Pool.GAME),
         "priming_model": game.get("PRIMING_MODEL") or "",
@@ -113,3 +179,16 @@ def report_render(statistics: dict, *, wright_map_svg: str = "") -> str:
 def datasheet_render(statistics: dict) -> str:
     """datasheet.md: how the data was collected, what the files hold, and what was left out."""
     return render_to_string("scoring/export/datasheet.md", _context(statistics))
+
+
+def dataset_card_render(statistics: dict, *, front_matter: str, pretty_name: str, code_version: str) -> str:
+    """README.md: the Hugging Face dataset card (``scoring.export.card`` writes its YAML header)."""
+    context = _context(statistics)
+    context.update(
+        front_matter=front_matter,
+        code_version=code_version,
+        pretty_name=pretty_name,
+        license=settings.RATINGGAME.get("DATASET_LICENSE") or "",
+        image_sources=statistics.get("image_sources") or [],
+    )
+    return render_to_string("scoring/export/README.md", context)

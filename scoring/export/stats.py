@@ -13,10 +13,16 @@ from functools import lru_cache
 
 import numpy as np
 
-from scoring.agreement import tau_c
+from scoring import bootstrap
+from scoring.agreement import all_ratings_report, tau_c, virtual_rater_report
 from scoring.consensus import consensus_from_aggregates
 
 SCALE = (1, 2, 3, 4, 5)
+# Documented minimums below which a statistic is shown as "too few to interpret": with fewer
+# pairs a τ_c or κ moves by tens of points from one pair to the next (the audit saw τ_c = 100.0
+# from a test split of 4 pairs of 1 image), and pairs of one image are not independent.
+MIN_PAIRS_TO_INTERPRET = 30
+MIN_IMAGES_TO_INTERPRET = 10
 
 # The paper's Table 3 (VICR paper section 6; SPEC section 6), on the ×100 scale.
 PAPER_TABLE3 = {
@@ -32,6 +38,15 @@ AGREEMENT_ROWS = (
     ("fleiss_kappa", "Fleiss' κ (4 and 5 merged)"),
     ("fleiss_kappa_unmerged", "Fleiss' κ (5 categories)"),
     ("krippendorff_alpha", "Krippendorff's α (ordinal)"),
+)
+
+
+# Agreement over every rating (not only three virtual raters), in report order.
+ALL_RATINGS_ROWS = (
+    ("krippendorff_alpha_ordinal", "Krippendorff's α (ordinal)"),
+    ("krippendorff_alpha_interval", "Krippendorff's α (interval)"),
+    ("icc1", "ICC(1): one rating"),
+    ("icc1k", "ICC(1,k): the mean of a pair's ratings"),
 )
 
 
@@ -71,25 +86,105 @@ def source_distributions(consensus_by_source: Iterable[tuple[str, int]]) -> dict
     return {source: rating_distribution(grouped[source]) for source in sorted(grouped)}
 
 
-def metric_correlation(scores: Mapping[object, float], ratings: Mapping[object, Sequence[int]]) -> dict:
+def metric_correlation(
+    scores: Mapping[object, float], ratings: Mapping[object, Sequence[int]], *, resamples: int = 0, seed: int = 0
+) -> dict:
     """τ_c ×100 of a model score against the human ratings, "method A" (each rating its own row).
 
     For every pair that has a score, each of its human ratings is one row (score, rating), as
     in the VICR paper's Table 4 and CLIPScore's Appendix A; one τ_c is computed over all rows.
-    Returns {"tau_c": value or None (fewer than 2 rows or a constant side), "pairs", "ratings"}.
+    Returns {"tau_c": value or None (fewer than 2 rows or a constant side), "pairs", "ratings",
+    "too_few" (fewer than MIN_PAIRS_TO_INTERPRET pairs)}; with ``resamples``, also ``ci_low``,
+    ``ci_high`` and ``se`` from a seeded bootstrap over pairs (``_tau_c_replicates``).
     """
-    score_rows: list[float] = []
-    rating_rows: list[int] = []
-    pairs = 0
-    for pair, score in scores.items():
-        pair_ratings = ratings.get(pair)
-        if score is None or not pair_ratings:
-            continue
-        pairs += 1
-        score_rows.extend([score] * len(pair_ratings))
-        rating_rows.extend(pair_ratings)
+    kept = [(score, list(ratings[pair])) for pair, score in scores.items() if score is not None and ratings.get(pair)]
+    score_rows = [score for score, values in kept for _ in values]
+    rating_rows = [value for _, values in kept for value in values]
     tau = tau_c(score_rows, rating_rows) * 100 if len(score_rows) >= 2 else math.nan
-    return {"tau_c": None if math.isnan(tau) else tau, "pairs": pairs, "ratings": len(rating_rows)}
+    result = {
+        "tau_c": None if math.isnan(tau) else tau,
+        "pairs": len(kept),
+        "ratings": len(rating_rows),
+        "too_few": len(kept) < MIN_PAIRS_TO_INTERPRET,
+    }
+    if resamples and not math.isnan(tau):
+        pair_scores = np.array([score for score, _ in kept], dtype=np.float64)
+        counts = np.array([np.bincount(values, minlength=6)[1:] for _, values in kept], dtype=np.float64)
+        weights = bootstrap.multinomial_counts(np.ones(len(kept)), resamples, bootstrap.bootstrap_rng(seed))
+        replicates = 100 * _tau_c_replicates(pair_scores, counts, np.vstack([np.ones(len(kept)), weights]))
+        low, high, se = bootstrap.percentile_interval(
+            replicates[1:, None], whole=replicates[:1], reported=np.array([tau])
+        )
+        result.update(ci_low=float(low[0]), ci_high=float(high[0]), se=float(se[0]))
+    return result
+
+
+def _tau_c_replicates(scores: np.ndarray, counts: np.ndarray, weights: np.ndarray, chunk: int = 100) -> np.ndarray:
+    """Method-A τ_c for each row of ``weights`` (how often each pair is drawn), without scipy.
+
+    ``counts``: pairs x 5, each pair's ratings per level. Rows of two pairs with different
+    scores are concordant when the higher score has the higher rating: with the pairs sorted by
+    score and A_u the rating counts of score level u, P - Q = Σ_u A_u · M (Σ_{v<u} A_v), M_kl =
+    sign(k - l), one cumulative sum per resample. scipy's τ_c = 2 (P - Q) / (n² (m - 1) / m), m
+    the smaller number of distinct values (the tests check it against scipy).
+    """
+    order = np.argsort(scores, kind="stable")
+    _, starts = np.unique(scores[order], return_index=True)
+    sign = np.sign(np.subtract.outer(np.arange(5), np.arange(5))).astype(np.float64)
+    counts = counts[order]
+    out = np.empty(len(weights))
+    for first in range(0, len(weights), chunk):
+        w = weights[first : first + chunk][:, order]
+        by_level = np.add.reduceat(w[:, :, None] * counts[None], starts, axis=1)  # resamples x U x 5
+        below = np.cumsum(by_level, axis=1) - by_level
+        difference = (by_level * (below @ sign.T)).sum(axis=(1, 2))
+        n = by_level.sum(axis=(1, 2))
+        classes = np.minimum((by_level.sum(axis=2) > 0).sum(axis=1), (by_level.sum(axis=1) > 0).sum(axis=1))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tau = 2 * difference / (n**2 * (classes - 1) / classes)
+        out[first : first + chunk] = np.where(classes > 1, tau, np.nan)
+    return out
+
+
+def agreement_block(ratings_per_pair: Sequence[Sequence[int]], *, samples: int, seed: int, resamples: int) -> dict:
+    """The agreement statistics of one set of pairs, each with its 95% interval.
+
+    {"virtual_raters": virtual_rater_report or None, "all_ratings": all_ratings_report or None,
+    "pairs", "too_few" (fewer than MIN_PAIRS_TO_INTERPRET pairs with 3 ratings), "note"}.
+    """
+    note = ""
+    try:
+        virtual = virtual_rater_report(ratings_per_pair, samples=samples, seed=seed, resamples=resamples)
+    except ValueError as error:  # fewer than 2 pairs with 3 ratings: nothing to compare
+        virtual, note = None, str(error)
+    try:
+        everything = all_ratings_report(ratings_per_pair, resamples=resamples, seed=seed)
+    except ValueError:
+        everything = None
+    used = virtual["pairs_used"] if virtual else 0
+    return {
+        "virtual_raters": virtual,
+        "all_ratings": everything,
+        "pairs": len(ratings_per_pair),
+        "too_few": used < MIN_PAIRS_TO_INTERPRET,
+        "note": note,
+    }
+
+
+def paper_comparison(virtual_raters: Mapping | None) -> dict[str, dict[str, dict]]:
+    """Whether each of the paper's Table 3 figures lies inside our 95% interval.
+
+    {dataset: {statistic: {"paper": figure, "inside": bool or None (no interval)}}}.
+    """
+    comparison: dict[str, dict[str, dict]] = {}
+    for dataset, figures in PAPER_TABLE3.items():
+        comparison[dataset] = {}
+        for statistic, figure in figures.items():
+            ours = (virtual_raters or {}).get(statistic) or {}
+            low, high = ours.get("ci_low"), ours.get("ci_high")
+            known = low is not None and high is not None and math.isfinite(low) and math.isfinite(high)
+            comparison[dataset][statistic] = {"paper": figure, "inside": (low <= figure <= high) if known else None}
+    return comparison
 
 
 def json_safe(value: object) -> object:

@@ -89,3 +89,26 @@ def test_not_utf8_names_the_line(tmp_path):
     path.write_bytes("pair_id,rating\nré,3\n".encode("latin-1"))
     with pytest.raises(CommandError, match="line 2"):
         call_command("agreement_report", str(path))
+
+
+@needs_sample
+def test_vicr_sample_intervals_all_ratings_and_the_paper_beside_them():
+    result = run(VICR_SAMPLE, "--format", "wide", "--resamples", 500)
+    agreement = result["agreement"]
+    assert agreement["resamples"] == 500 and result["too_few"] is False
+    comparison = result["paper_comparison"]["VICR"]
+    for statistic, figure in {"tau_X_YZ": 75.6, "tau_Y_XZ": 77.8, "kendall_w": 93.8, "fleiss_kappa": 58.1}.items():
+        low, high = agreement[statistic]["ci_low"], agreement[statistic]["ci_high"]
+        assert comparison[statistic] == {"paper": figure, "inside": low <= figure <= high}
+    # τ_X-YZ 75.6 and κ 58.1 fall inside the sample's intervals; Y's 77.8 is above its interval.
+    assert comparison["tau_X_YZ"]["inside"] and comparison["fleiss_kappa"]["inside"]
+    assert comparison["tau_Y_XZ"]["inside"] is False
+    everything = result["agreement_all_ratings"]
+    assert everything["pairs"] == 249 and everything["icc1k"]["ci_low"] < everything["icc1k"]["value"]
+
+
+def test_a_small_file_is_flagged_too_few(tmp_path):
+    path = tmp_path / "small.csv"
+    path.write_text("pair_id,rating\n" + "".join(f"p{i},{v}\n" for i in range(5) for v in (2, 3, 3 + i % 3)))
+    result = run(path, "--resamples", 50)
+    assert result["too_few"] is True and result["agreement"]["pairs_used"] == 5

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from ratinggame.models import MIN_HUMAN_RATINGS
+from scoring.bootstrap import RESAMPLES
 from scoring.export.bundle import export_build
 from scoring.export.formats import DEFAULT_FORMATS, FORMATS, formats_parse
 
@@ -24,6 +25,12 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=0, help="Seed of the split and the virtual raters.")
         parser.add_argument(
             "--formats", default=",".join(DEFAULT_FORMATS), help=f"Comma-separated, from {', '.join(FORMATS)}."
+        )
+        parser.add_argument(
+            "--resamples",
+            type=int,
+            default=RESAMPLES,
+            help=f"Bootstrap resamples over pairs for the 95%% intervals (default {RESAMPLES}; 0: none).",
         )
         parser.add_argument("--with-images", action="store_true", help="Copy the images into images/.")
         parser.add_argument("--force", action="store_true", help="Write into a folder that is not empty.")
@@ -66,6 +73,7 @@ class Command(BaseCommand):
                 formats=formats,
                 with_images=options["with_images"],
                 progress=progress,
+                resamples=options["resamples"],
             )
         except ValueError as error:
             raise CommandError(str(error)) from None

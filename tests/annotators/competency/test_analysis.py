@@ -126,10 +126,15 @@ def test_analysis_end_to_end_ranks_simulated_raters(client, image, django_captur
     assert rho > 0.8, (rho, ability)
     # The best third of the simulated raters is above the worst third on average.
     assert ability[-4:].mean() > ability[:4].mean()
+    # Dawid-Skene's expected accuracy (on the game ratings alone) ranks them too.
+    quality = np.array([analysis.rater_quality[str(p.pk)] for p in profiles])
+    assert spearmanr(p_exact, quality).statistic > 0.7, quality
 
-    # Tutorial scores were simulated with the same p_exact: the regression slope is positive.
-    assert analysis.regression["n"] == N_RATERS
+    # Tutorial scores were simulated with the same p_exact: the slope of the game-only
+    # competency on them is positive; 12 raters are fewer than the documented minimum.
+    assert analysis.regression["n"] == N_RATERS and analysis.regression["too_few"] is True
     assert analysis.regression["coef_per_10_percent"] > 0
+    assert analysis.regression["converged"] is True and analysis.details["converged"] is True
     svg = analysis.wright_map_svg
     assert svg.startswith("<svg") and "<title" in svg and "<desc" in svg
 
@@ -142,7 +147,9 @@ def test_analysis_end_to_end_ranks_simulated_raters(client, image, django_captur
     client.force_login(UserFactory(is_staff=True))
     page = client.get(reverse("staff:dashboard")).content.decode()
     assert 'aria-labelledby="wright-map-title wright-map-desc"' in page
-    assert f"<td>{analysis.regression['coef_per_10_percent']:.3f}</td>" in page
+    assert f"Too few raters to interpret (20 needed): {analysis.regression['coef_per_10_percent']:.3f}" in page
+    assert "did not converge" not in page
+    assert "DS accuracy" in page and f"{quality[-1]:.0%}" in page
     assert "<td>+0.17</td>" in page
     for value in ability:
         assert f"<td>{value:.2f}</td>" in page

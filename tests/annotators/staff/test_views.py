@@ -273,3 +273,27 @@ def test_refresh_button_requests_an_analysis(client, staff, django_capture_on_co
     assert analysis.status == AnalysisStatus.FAILED
     page = client.get(reverse("staff:dashboard")).content.decode()
     assert "nothing to analyse" in page
+
+
+@pytest.mark.parametrize("converged", [True, False])
+def test_every_view_of_the_analysis_warns_when_the_fit_did_not_converge(client, staff, rater, converged):
+    from django.utils import timezone
+
+    CompetencyAnalysis.objects.create(
+        status=AnalysisStatus.DONE,
+        finished_at=timezone.now(),
+        n_raters=30,
+        abilities={str(rater.pk): [0.4, 0.1]},
+        rater_quality={str(rater.pk): 0.73},
+        details={"converged": converged, "iterations": 500, "game_items": 10, "median_ability": 0.1},
+        regression={"n": 25, "too_few": False, "min_raters": 20, "coef_per_10_percent": 0.2, "converged": converged},
+    )
+    client.force_login(staff)
+    page = client.get(reverse("staff:dashboard")).content.decode()
+    assert ("the Partial Credit Model did not converge" in page) is not converged
+    assert ("the game-only fit behind the latent\nregression did not converge" in page) is not converged
+    assert "<td>73%</td>" in page  # the Dawid-Skene accuracy column
+    rater_page = client.get(reverse("staff:rater", args=[rater.pk])).content.decode()
+    assert ("that fit did not converge" in rater_page) is not converged
+    api = client.get(f"/api/admin/raters/{rater.pk}/").json()
+    assert api["competency_converged"] is converged and api["rater_quality"] == 0.73

@@ -7,10 +7,11 @@ import math
 import re
 import zipfile
 from collections import Counter, defaultdict
-from datetime import timedelta
+from datetime import datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from django.core.management import CommandError, call_command
@@ -24,11 +25,11 @@ from annotators.competency.jobs import competency_analysis_run
 from annotators.models import AnalysisStatus, CompetencyAnalysis, RaterProfile
 from ratinggame.models import CaptionPair, Pool, Rating
 from scoring.agreement import virtual_rater_report
-from scoring.export.bundle import export_build
+from scoring.export.bundle import CALIBRATED_DIGITS, PAIR_COLUMNS, RATING_COLUMNS, RAW_SCORE_DIGITS, export_build
 from scoring.export.figures import distribution_bars_svg, source_shares_svg
-from scoring.export.formats import formats_parse
+from scoring.export.formats import formats_parse, iso_utc
 from scoring.export.jobs import TIME_LIMIT_SECONDS
-from scoring.export.stats import metric_correlation
+from scoring.export.stats import _tau_c_replicates, metric_correlation
 from scoring.models import ExportJob, ModelRating
 from scoring.tasks import export_job_run
 from tests.factories import CaptionPairFactory, ImageFactory
@@ -78,6 +79,20 @@ class TagCounter(HTMLParser):
         self.tags[tag] += 1
 
 
+def as_text_format(row: dict) -> dict:
+    """A Parquet row as the text formats write it: the documented decimals, ISO-8601 UTC times."""
+    digits = {column[0]: column[2] for column in (*PAIR_COLUMNS, *RATING_COLUMNS) if len(column) > 2}
+    converted = {}
+    for key, value in row.items():
+        places = digits.get(key) or (RAW_SCORE_DIGITS if key.endswith("__raw") else CALIBRATED_DIGITS)
+        if isinstance(value, datetime):
+            value = iso_utc(value)
+        elif isinstance(value, float):
+            value = round(value, places)
+        converted[key] = value
+    return converted
+
+
 def test_every_file_parses_and_the_three_formats_agree(world, tmp_path):
     counts = build(tmp_path / "out")
     out = tmp_path / "out"
@@ -86,9 +101,10 @@ def test_every_file_parses_and_the_three_formats_agree(world, tmp_path):
         from_jsonl = read_jsonl(out / f"{name}.jsonl")
         from_parquet = pq.read_table(out / f"{name}.parquet").to_pylist()
         assert len(from_csv) == len(from_jsonl) == len(from_parquet) == counts[name]
-        # JSON Lines and Parquet keep types; CSV holds the same values as text.
-        assert from_jsonl == from_parquet
-        as_text = [{k: "" if v is None else str(v) for k, v in row.items()} for row in from_parquet]
+        # Parquet keeps full types (UTC timestamps, full doubles); JSON Lines holds the same values
+        # with ISO times and rounded floats; CSV the JSON Lines values as text.
+        assert from_jsonl == [as_text_format(row) for row in from_parquet]
+        as_text = [{k: "" if v is None else str(v) for k, v in row.items()} for row in from_jsonl]
         assert from_csv == as_text
     statistics = json.loads((out / "statistics.json").read_text())
     assert statistics["counts"] == counts
@@ -141,7 +157,7 @@ def test_exclusions_primes_tutorial_probation_and_short_pairs_are_kept_out(world
         assert left_out.pk not in pair_ids
         assert left_out.pk not in rated_ids
     excluded_row = next(row for row in read_jsonl(out / "pairs.jsonl") if row["pair_id"] == world.excluded_pair.pk)
-    assert excluded_row["num_ratings"] == 3 and excluded_row["mean"] == pytest.approx(13 / 3)
+    assert excluded_row["num_ratings"] == 3 and excluded_row["mean"] == round(13 / 3, 4)  # 4 decimals in JSON Lines
     # Excluded ratings are counted by reason; the one without a reason is named so.
     assert counts["excluded_ratings"] == {
         "total": 3,
@@ -175,7 +191,7 @@ def test_pair_summary_columns_hand_computed(world, tmp_path):
     row = next(r for r in read_jsonl(tmp_path / "out" / "pairs.jsonl") if r["pair_id"] == pair.pk)
     assert row["mean"] == 2.5
     assert row["consensus"] == 3
-    assert row["sd"] == pytest.approx(math.sqrt(1 / 3))
+    assert row["sd"] == round(math.sqrt(1 / 3), 4)  # 4 decimals in JSON Lines
     assert row["caption"] == "mean two and a half"
     assert row["source"] == "flickr8k"
 
@@ -193,7 +209,9 @@ def test_model_scores_are_columns_raw_and_calibrated(world, tmp_path):
         )
     }
     for row in rows:
-        expected = stored.get(row["pair_id"], (None, None))
+        raw, value = stored.get(row["pair_id"], (None, None))
+        # JSON Lines rounds: raw scores to 6 decimals, calibrated ratings to 4 (Parquet keeps all).
+        expected = (raw, value) if raw is None else (round(raw, 6), round(value, 4))
         assert (row[clip["column_raw"]], row[clip["column_calibrated"]]) == expected
     assert clip["pairs"] == sum(1 for row in rows if row["pair_id"] in stored)
 
@@ -297,6 +315,7 @@ def test_manifest_checksums_match_the_files(world, tmp_path):
         "min_ratings": 3,
         "seed": 0,
         "samples": 100,
+        "resamples": 1000,
         "formats": list(ALL_FORMATS),
         "with_images": True,
     }
@@ -320,14 +339,19 @@ def test_a_new_export_replaces_the_old_bundle_only(world, tmp_path):
     (out / "notes.txt").write_text("mine")
     build(out, formats=("csv",))
     names = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+    splits = {
+        f"data/{table}-{split}.csv" for table in ("pairs", "ratings") for split in ("train", "validation", "test")
+    }
     assert names == {
         "pairs.csv",
         "ratings.csv",
         "statistics.json",
         "report.html",
         "datasheet.md",
+        "README.md",
         "manifest.json",
         "notes.txt",
+        *splits,
     }
     assert "notes.txt" not in json.loads((out / "manifest.json").read_text())["files"]
 
@@ -449,7 +473,7 @@ def test_metric_correlation_hand_computed():
     # no ratings. Rows (score, rating): (.1,1) (.1,2) (.5,2) (.9,3) (.9,3): n = 5, m = 3 classes.
     # Of the 10 row pairs 7 are concordant, 0 discordant, 3 tied: τ_c = 2·7 / (25 · 2/3) = 0.84.
     result = metric_correlation({"a": 0.1, "b": 0.5, "c": 0.9, "d": 0.2}, {"a": [1, 2], "b": [2], "c": [3, 3]})
-    assert result == {"tau_c": pytest.approx(84.0), "pairs": 3, "ratings": 5}
+    assert result == {"tau_c": pytest.approx(84.0), "pairs": 3, "ratings": 5, "too_few": True}
     assert metric_correlation({"a": 0.1}, {"a": [3]})["tau_c"] is None  # one row: nothing to rank
 
 
@@ -498,7 +522,9 @@ def competency_run(world) -> CompetencyAnalysis:
 def test_the_latest_competency_analysis_is_in_the_bundle_with_pseudonyms_only(world, tmp_path):
     analysis = competency_run(world)
     regression = analysis.regression
-    assert regression["n"] == len(world.raters) and regression["coef_per_10_percent"] is not None
+    # The regression's competency is fitted on game pairs only: a few raters, marked too few.
+    assert 3 <= regression["n"] <= len(world.raters) and regression["coef_per_10_percent"] is not None
+    assert regression["too_few"] is True
     out = tmp_path / "out"
     build(out, formats=("jsonl",), samples=2)
 
@@ -586,3 +612,96 @@ def test_a_job_records_when_it_started(world):
     export_job_run.delay(job.pk)
     job.refresh_from_db()
     assert job.created_at <= job.started_at <= job.finished_at
+
+
+def test_a_fit_that_did_not_converge_is_flagged_in_the_report_and_datasheet(world, tmp_path):
+    CompetencyAnalysis.objects.create(
+        status=AnalysisStatus.DONE,
+        finished_at=timezone.now(),
+        details={"converged": False, "game_items": 3, "tutorial_items": 0, "probation_items": 0},
+        regression={"n": 8, "too_few": True, "min_raters": 20, "coef_per_10_percent": 0.78, "converged": False},
+    )
+    out = tmp_path / "out"
+    build(out, formats=("csv",), samples=2)
+    competency = json.loads((out / "statistics.json").read_text())["competency"]
+    assert competency["details"]["converged"] is False and competency["regression"]["too_few"] is True
+    report = (out / "report.html").read_text()
+    datasheet = (out / "datasheet.md").read_text()
+    assert "the Partial Credit Model did not converge" in report
+    assert "the Partial Credit Model did not converge" in datasheet
+    assert "Too few raters to interpret (20 needed): +0.780" in report
+    assert "too few raters\nto interpret (n = 8, at least 20 needed" in datasheet
+
+
+def test_resampled_correlations_are_scipy_on_the_resampled_rows():
+    """Each bootstrap replicate of a metric correlation is τ_c of the rows of the pairs drawn
+    (a pair drawn twice gives its rows twice), computed here without scipy; checked with scipy."""
+    rng = np.random.default_rng(3)
+    scores = np.round(rng.uniform(0, 1, 60), 1)  # ties in the score too
+    counts = np.array([np.bincount(rng.integers(1, 6, rng.integers(3, 8)), minlength=6)[1:] for _ in scores])
+    weights = np.vstack([np.ones(60), rng.multinomial(60, np.full(60, 1 / 60), size=5)])
+    ours = _tau_c_replicates(scores, counts.astype(float), weights)
+    for row, found in zip(weights.astype(int), ours, strict=True):
+        xs = [s for s, c, w in zip(scores, counts, row, strict=True) for level in range(5) for _ in range(c[level] * w)]
+        ys = [level + 1 for c, w in zip(counts, row, strict=True) for level in range(5) for _ in range(c[level] * w)]
+        assert found == pytest.approx(stats.kendalltau(xs, ys, variant="c").statistic)
+
+
+def test_every_statistic_has_an_interval_and_small_sets_are_flagged(world, tmp_path):
+    out = tmp_path / "out"
+    build(out, formats=("csv",), samples=10, resamples=200)
+    statistics = json.loads((out / "statistics.json").read_text())
+    for key in ("tau_X_YZ", "kendall_w", "fleiss_kappa", "krippendorff_alpha"):
+        found = statistics["agreement"][key]
+        assert found["ci_low"] <= found["mean"] <= found["ci_high"], key
+    for key in ("krippendorff_alpha_ordinal", "krippendorff_alpha_interval", "icc1", "icc1k"):
+        found = statistics["agreement_all_ratings"][key]
+        assert found["ci_low"] <= found["value"] <= found["ci_high"], key
+    sources = {pair["source"] for pair in read_csv(out / "pairs.csv")}
+    assert set(statistics["agreement_by_source"]) == sources
+    # The fixed world is small: 31 pairs pass the documented minimum of 30, its sources and its
+    # test split do not, and say so.
+    assert statistics["agreement"]["pairs_used"] == 31 and statistics["agreement_too_few"] is False
+    assert all(block["pairs"] < 30 and block["too_few"] for block in statistics["agreement_by_source"].values())
+    assert all(row["too_few"] for row in statistics["metric_correlations"])
+    inside = statistics["paper_comparison"]["VICR"]["kendall_w"]
+    low, high = statistics["agreement"]["kendall_w"]["ci_low"], statistics["agreement"]["kendall_w"]["ci_high"]
+    assert inside == {"paper": 93.8, "inside": low <= 93.8 <= high}
+    report = (out / "report.html").read_text()
+    datasheet = (out / "datasheet.md").read_text()
+    for text in (report, datasheet):
+        assert ("95% interval" in text and "Too few to interpret" in text) or "too few to interpret" in text
+    assert "VICR inside our interval?" in report and "ICC(1,k)" in report and "ICC(1,k)" in datasheet
+
+
+def test_dawid_skene_columns_and_rater_quality_beside_the_raw_ratings(world, tmp_path):
+    out = tmp_path / "out"
+    build(out, formats=("csv",), samples=2, resamples=0)
+    pairs = read_csv(out / "pairs.csv")
+    ratings = read_csv(out / "ratings.csv")
+    assert all(row["ds_label"] in {"1", "2", "3", "4", "5"} for row in pairs)
+    assert all(0.2 <= float(row["ds_posterior"]) <= 1 for row in pairs)
+    # Unanimous pairs keep their level; the mean and consensus columns are still there.
+    by_pair: dict[str, list[int]] = defaultdict(list)
+    for row in ratings:
+        by_pair[row["pair_id"]].append(int(row["rating"]))
+    for row in pairs:
+        if len(set(by_pair[row["pair_id"]])) == 1:
+            assert int(row["ds_label"]) == by_pair[row["pair_id"]][0] == int(row["consensus"])
+    quality = json.loads((out / "statistics.json").read_text())["rater_quality"]
+    assert {r["rater"] for r in quality["raters"]} == {row["rater"] for row in ratings}
+    assert all(0 <= r["quality"] <= 1 for r in quality["raters"])
+    assert "Rater quality (Dawid-Skene)" in (out / "report.html").read_text()
+
+
+def test_the_regression_interval_says_whether_the_paper_lies_inside(world, tmp_path):
+    regression = {"n": 40, "too_few": False, "min_raters": 20, "coef_per_10_percent": 0.21, "se_per_10_percent": 0.05}
+    regression |= {"ci_low_per_10_percent": 0.11, "ci_high_per_10_percent": 0.31, "p_value": 0.001, "converged": True}
+    CompetencyAnalysis.objects.create(
+        status=AnalysisStatus.DONE, finished_at=timezone.now(), details={"converged": True}, regression=regression
+    )
+    out = tmp_path / "out"
+    build(out, formats=("csv",), samples=2, resamples=0)
+    report = (out / "report.html").read_text()
+    assert "+0.210 [0.110, 0.310]" in report and "the paper's +0.17 lies inside it" in report
+    assert "95% CI [0.110, 0.310]" in (out / "datasheet.md").read_text()

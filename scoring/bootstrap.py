@@ -1,0 +1,110 @@
+"""Confidence intervals by a seeded bootstrap over pairs (SPEC section 6, "Uncertainty"). No Django.
+
+The sd over the virtual-rater draws measures only the draws; the pairs are a sample too, and a
+bootstrap over pairs gives a standard error 1.7-2.5 times larger. Every statistic of the export
+therefore gets a 95% percentile interval from ``RESAMPLES`` resamples of the pairs, drawn with
+replacement.
+
+Speed: at VICR scale (15,646 pairs) 1,000 resamples, each redoing 100 virtual-rater draws, would
+cost minutes. Two facts make it cheap and exact:
+
+* Pairs with the same multiset of ratings are interchangeable, and VICR's 3-7 ratings on 5
+  levels make at most a few hundred such groups. Resampling pairs with replacement is drawing
+  each group's count from a multinomial over the groups (``multinomial_counts``).
+* Each draw of the virtual raters is linear in the pairs: a pair contributes one sorted triple
+  (X, Y, Z) to the draw's histogram. The draws are integrated out exactly with each group's
+  distribution of sorted triples (``sorted_triple_distribution``): the limit of redoing the draws
+  infinitely often per resample. What remains of the reported 100-draw mean's Monte Carlo error
+  (sd / sqrt(draws), about 1% of the interval's width at VICR scale) is added in quadrature.
+
+The interval is the percentile interval of the resampled statistic, moved by the difference
+between the reported figure and the statistic of the whole sample (the statistic of an
+expected histogram differs from a mean over draws by a small, constant amount).
+"""
+
+import numpy as np
+
+RESAMPLES = 1000
+LEVEL = 0.95
+SCALE_LEVELS = 5
+
+
+def bootstrap_rng(seed: int) -> np.random.Generator:
+    """The resampling stream of ``seed``: separate from the virtual-rater draws' stream, so adding
+    intervals changes no point estimate."""
+    return np.random.default_rng([int(seed), 1])
+
+
+def level_counts(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """How many ratings of each level 1..5 every pair has (pairs x 5), from the CSR table."""
+    counts = np.zeros((lengths.size, SCALE_LEVELS), dtype=np.int64)
+    np.add.at(counts, (np.repeat(np.arange(lengths.size), lengths), flat.astype(np.int64) - 1), 1)
+    return counts
+
+
+def pair_groups(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct rows of ``counts``, how many pairs have each): interchangeable pairs."""
+    groups, sizes = np.unique(counts, axis=0, return_counts=True)
+    return groups, sizes
+
+
+def multinomial_counts(sizes: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """resamples x groups: how often each group's pairs are drawn when all pairs are resampled.
+
+    A multinomial over the groups when they are few; with many small groups (one pair each, as
+    for model scores), drawing the pairs' indices and counting them is faster.
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    total = int(sizes.sum())
+    if 4 * len(sizes) < total:
+        return rng.multinomial(total, sizes / total, size=resamples).astype(np.float64)
+    group_of = np.repeat(np.arange(len(sizes)), sizes)[rng.integers(0, total, (resamples, total))]
+    rows = np.arange(resamples)[:, None] * len(sizes)
+    return np.bincount((rows + group_of).ravel(), minlength=resamples * len(sizes)).reshape(resamples, -1).astype(float)
+
+
+def sorted_triple_distribution(counts: np.ndarray) -> np.ndarray:
+    """groups x 5 x 5 x 5: the chance that 3 ratings drawn without replacement sort to (X, Y, Z).
+
+    With n_v ratings of level v among k: n_a n_b n_c subsets give a < b < c, C(n_a, 2) n_c give
+    a = b < c, n_a C(n_b, 2) give a < b = c and C(n_a, 3) give a = b = c, out of C(k, 3).
+    """
+    n = counts.astype(np.float64)
+    pairs = n * (n - 1) / 2
+    triples = pairs * (n - 2) / 3
+    out = np.zeros((len(n), SCALE_LEVELS, SCALE_LEVELS, SCALE_LEVELS))
+    for a in range(SCALE_LEVELS):
+        out[:, a, a, a] = triples[:, a]
+        for b in range(a + 1, SCALE_LEVELS):
+            out[:, a, a, b] = pairs[:, a] * n[:, b]
+            out[:, a, b, b] = n[:, a] * pairs[:, b]
+            for c in range(b + 1, SCALE_LEVELS):
+                out[:, a, b, c] = n[:, a] * n[:, b] * n[:, c]
+    k = n.sum(axis=1)
+    return out / (k * (k - 1) * (k - 2) / 6)[:, None, None, None]
+
+
+def percentile_interval(
+    replicates: np.ndarray, *, whole: np.ndarray, reported: np.ndarray, extra_se: np.ndarray | float = 0.0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(low, high, se) per statistic from replicates (resamples x statistics).
+
+    The percentile interval of ``replicates`` is moved by ``reported - whole`` (``whole``: the
+    statistic of the whole sample the same way the replicates were computed); each half-width is
+    widened in quadrature by 1.96 x ``extra_se``. NaN replicates (a resample with one category
+    only) are ignored; NaN when fewer than half of them are finite.
+    """
+    alpha = (1 - LEVEL) / 2
+    finite = np.isfinite(replicates)
+    with np.errstate(invalid="ignore"):
+        low, high = np.nanquantile(np.where(finite, replicates, np.nan), [alpha, 1 - alpha], axis=0)
+        se = np.nanstd(np.where(finite, replicates, np.nan), axis=0, ddof=1)
+    shift = reported - whole
+    z = 1.959963984540054
+    widen = (z * np.asarray(extra_se)) ** 2
+    below = np.sqrt((whole - low) ** 2 + widen)
+    above = np.sqrt((high - whole) ** 2 + widen)
+    enough = finite.sum(axis=0) >= replicates.shape[0] / 2
+    low = np.where(enough, whole + shift - below, np.nan)
+    high = np.where(enough, whole + shift + above, np.nan)
+    return low, high, np.where(enough, np.sqrt(se**2 + np.asarray(extra_se) ** 2), np.nan)

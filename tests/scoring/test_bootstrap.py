@@ -1,0 +1,162 @@
+"""Confidence intervals over pairs (scoring/bootstrap.py) and agreement over all ratings.
+
+Pure modules: numbers from hand computations, a slow literal bootstrap, the VICR sample and
+seeded simulations with known truth.
+"""
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+import statsmodels.formula.api as smf
+
+from scoring import bootstrap
+from scoring.agreement import all_ratings_report, krippendorff_alpha, virtual_rater_report
+from scoring.rating_files import read_ratings_file
+from tests.scoring.test_agreement import random_ratings
+from tests.shared_data import VICR_SAMPLE
+
+
+@pytest.fixture(autouse=True)
+def _isolated_media():
+    """Overrides the suite-wide Django media fixture: nothing here touches Django."""
+    yield
+
+
+def test_sorted_triple_distribution_counts_every_three_subset():
+    for ratings in ([1, 1, 2, 3, 5, 5, 5], [4, 4, 4], [2, 3, 3, 3, 4, 4], [1, 2, 3, 4, 5]):
+        counts = np.bincount(ratings, minlength=6)[1:][None, :]
+        expected = np.zeros((5, 5, 5))
+        subsets = list(itertools.combinations(ratings, 3))
+        for subset in subsets:
+            x, y, z = sorted(subset)
+            expected[x - 1, y - 1, z - 1] += 1 / len(subsets)
+        np.testing.assert_allclose(bootstrap.sorted_triple_distribution(counts)[0], expected, atol=1e-12)
+
+
+def literal_interval(pairs: list[list[int]], statistic: str, resamples: int, draws: int, seed: int) -> tuple:
+    """The SPEC's recipe done literally: resample pairs with replacement, redo the draws."""
+    rng = np.random.default_rng(seed)
+    values = []
+    for _ in range(resamples):
+        chosen = rng.integers(0, len(pairs), len(pairs))
+        report = virtual_rater_report(
+            [pairs[i] for i in chosen], samples=draws, seed=int(rng.integers(1 << 30)), resamples=0
+        )
+        values.append(report[statistic]["mean"])
+    return tuple(np.quantile(values, [0.025, 0.975]))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("statistic", ["tau_X_YZ", "kendall_w", "fleiss_kappa"])
+def test_the_fast_interval_matches_resampling_pairs_and_redoing_the_draws(statistic):
+    pairs = random_ratings(40, 300)
+    fast = virtual_rater_report(pairs, samples=100, seed=1, resamples=2000)[statistic]
+    low, high = literal_interval(pairs, statistic, resamples=300, draws=20, seed=2)
+    half = (high - low) / 2
+    # Both are Monte Carlo estimates (300 literal resamples: endpoint noise about 10% of the
+    # half-width); the literal one also carries the draw noise of 20 draws, slightly wider.
+    assert fast["ci_low"] == pytest.approx(low, abs=0.25 * half)
+    assert fast["ci_high"] == pytest.approx(high, abs=0.25 * half)
+    assert fast["ci_low"] < fast["mean"] < fast["ci_high"]
+
+
+def test_vicr_sample_intervals_match_the_audit():
+    """The audit's bootstrap over the VICR sample's pairs: τ_X-YZ [69.9, 76.9], W [90.2, 93.6],
+    κ [48.4, 59.2]. Tolerance 0.6 points: the endpoints of two 1,000-resample bootstraps differ
+    by about 0.2-0.4 points from Monte Carlo noise alone."""
+    if not VICR_SAMPLE.exists():
+        pytest.skip(f"{VICR_SAMPLE} is not on this machine")
+    report = virtual_rater_report(read_ratings_file(VICR_SAMPLE, "wide"), samples=100, seed=0)
+    for statistic, (low, high) in {
+        "tau_X_YZ": (69.9, 76.9),
+        "kendall_w": (90.2, 93.6),
+        "fleiss_kappa": (48.4, 59.2),
+    }.items():
+        assert report[statistic]["ci_low"] == pytest.approx(low, abs=0.6), statistic
+        assert report[statistic]["ci_high"] == pytest.approx(high, abs=0.6), statistic
+        # A bootstrap over pairs is far wider than the spread of the draws (1.7-2.5 x, the audit).
+        assert report[statistic]["se"] > 1.5 * report[statistic]["sd"], statistic
+
+
+@pytest.mark.slow
+def test_intervals_cover_the_population_value():
+    """40 samples of 300 pairs from one population: the 95% intervals cover the population's
+    statistic (one sample of 100,000 pairs) in 34 to 40 of them (binomial 40 x 0.95: 2.5% tails)."""
+    truth = virtual_rater_report(random_ratings(0, 100_000), samples=5, seed=0, resamples=0)
+    covered = {"tau_X_YZ": 0, "fleiss_kappa": 0}
+    for seed in range(1, 41):
+        report = virtual_rater_report(random_ratings(seed, 300), samples=100, seed=seed, resamples=1000)
+        for statistic in covered:
+            covered[statistic] += (
+                report[statistic]["ci_low"] <= truth[statistic]["mean"] <= report[statistic]["ci_high"]
+            )
+    assert all(34 <= count <= 40 for count in covered.values()), covered
+
+
+def test_same_seed_same_intervals_and_the_point_estimates_do_not_move():
+    pairs = random_ratings(41, 200)
+    with_intervals = virtual_rater_report(pairs, samples=20, seed=5)
+    assert with_intervals == virtual_rater_report(pairs, samples=20, seed=5)
+    without = virtual_rater_report(pairs, samples=20, seed=5, resamples=0)
+    for statistic in ("tau_X_YZ", "kendall_w", "krippendorff_alpha"):
+        assert with_intervals[statistic]["mean"] == without[statistic]["mean"]
+        assert "ci_low" not in without[statistic]
+
+
+# --- agreement over all ratings ---------------------------------------------------------------
+
+
+def test_alpha_over_all_ratings_is_the_general_alpha_with_each_pair_a_unit():
+    pairs = random_ratings(42, 120, low=2, high=7)
+    padded = np.full((7, len(pairs)), np.nan)  # "raters" x units: each pair's ratings in order
+    for unit, ratings in enumerate(pairs):
+        padded[: len(ratings), unit] = ratings
+    report = all_ratings_report(pairs, resamples=0)
+    assert report["krippendorff_alpha_ordinal"]["value"] == pytest.approx(100 * krippendorff_alpha(padded, "ordinal"))
+    assert report["krippendorff_alpha_interval"]["value"] == pytest.approx(100 * krippendorff_alpha(padded, "interval"))
+    assert (report["pairs"], report["ratings"]) == (120, sum(map(len, pairs)))
+
+
+def icc_by_definition(pairs: list[list[int]]) -> tuple[float, float]:
+    """ICC(1) and ICC(1,k) from a one-way ANOVA fitted by statsmodels (pair as the factor)."""
+    rows = [(str(pair), value) for pair, ratings in enumerate(pairs) for value in ratings]
+    data = pd.DataFrame({"pair": [r[0] for r in rows], "rating": [float(r[1]) for r in rows]})
+    table = sm.stats.anova_lm(smf.ols("rating ~ C(pair)", data=data).fit())
+    msb, msw = table["mean_sq"].iloc[0], table["mean_sq"].iloc[1]
+    sizes = np.array([len(p) for p in pairs], dtype=float)
+    n0 = (sizes.sum() - (sizes**2).sum() / sizes.sum()) / (len(pairs) - 1)
+    return (msb - msw) / (msb + (n0 - 1) * msw), (msb - msw) / msb
+
+
+def test_icc_matches_a_one_way_anova_with_equal_and_unequal_numbers_of_ratings():
+    for pairs in (random_ratings(43, 80, low=4, high=4), random_ratings(44, 80, low=3, high=7)):
+        icc1, icc1k = icc_by_definition(pairs)
+        report = all_ratings_report(pairs, resamples=0)
+        assert report["icc1"]["value"] == pytest.approx(100 * icc1)
+        assert report["icc1k"]["value"] == pytest.approx(100 * icc1k)
+
+
+def test_icc_recovers_a_known_population_value():
+    """Pair quality with variance 1, rating noise with variance 1 (before rounding to 1..5, which
+    adds about 1/12): the population ICC(1) is close to 1 / (1 + 1 + 1/12) = 0.48; with 4
+    ratings per pair ICC(1,4) = 4 x 0.48 / (1 + 3 x 0.48) = 0.79. 5,000 pairs: the 95% interval
+    holds the value and is narrower than 6 points."""
+    rng = np.random.default_rng(45)
+    quality = rng.normal(3, 1, 5000)
+    pairs = [list(np.clip(np.rint(q + rng.normal(0, 1, 4)), 1, 5).astype(int)) for q in quality]
+    report = all_ratings_report(pairs, resamples=500, seed=1)
+    icc1 = report["icc1"]
+    assert icc1["ci_high"] - icc1["ci_low"] < 6
+    assert icc1["value"] == pytest.approx(48, abs=4)  # rounding and clipping at 1 and 5 move it a little
+    assert report["icc1k"]["value"] == pytest.approx(100 * 4 * icc1["value"] / 100 / (1 + 3 * icc1["value"] / 100))
+    assert icc1["ci_low"] < icc1["value"] < icc1["ci_high"]
+
+
+def test_all_ratings_report_rejects_too_little_data():
+    with pytest.raises(ValueError, match="at least 2 pairs"):
+        all_ratings_report([[1, 2], [3]])
+    assert math.isfinite(all_ratings_report([[1, 2], [3, 4], [5, 5]], resamples=10)["icc1"]["value"])
