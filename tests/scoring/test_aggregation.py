@@ -31,7 +31,6 @@ def simulated_crowd(seed: int, n_pairs: int = 2000, n_raters: int = 60, n_bad: i
     return rows, truth, list(range(n_raters - n_bad, n_raters))
 
 
-@pytest.mark.slow
 def test_dawid_skene_beats_the_rounded_mean_and_ranks_every_bad_rater_lowest():
     """Truth known. Tolerances from the audit's figures (DS 86% vs mean 67%): DS above 80% and at
     least 10 points above the rounded mean; all 8 bad raters have the 8 lowest qualities."""

@@ -50,7 +50,6 @@ def literal_interval(pairs: list[list[int]], statistic: str, resamples: int, dra
     return tuple(np.quantile(values, [0.025, 0.975]))
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("statistic", ["tau_X_YZ", "kendall_w", "fleiss_kappa"])
 def test_the_fast_interval_matches_resampling_pairs_and_redoing_the_draws(statistic):
     pairs = random_ratings(40, 300)
@@ -82,7 +81,6 @@ def test_vicr_sample_intervals_match_the_audit():
         assert report[statistic]["se"] > 1.5 * report[statistic]["sd"], statistic
 
 
-@pytest.mark.slow
 def test_intervals_cover_the_population_value():
     """40 samples of 300 pairs from one population: the 95% intervals cover the population's
     statistic (one sample of 100,000 pairs) in 34 to 40 of them (binomial 40 x 0.95: 2.5% tails)."""

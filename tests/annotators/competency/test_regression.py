@@ -86,7 +86,6 @@ def simulated_game(seed: int, slope: float, n_raters: int = 113, n_pairs: int = 
     return responses, is_game, percent
 
 
-@pytest.mark.slow
 def test_no_link_gives_a_slope_within_noise_of_zero_and_the_circular_fit_does_not():
     """True slope 0. The competency fitted with the tutorial pairs in it finds a slope (the audit:
     +0.0136 per 1%); fitted on game pairs only, the slope is within 2 SE of 0 in every seed."""
@@ -104,7 +103,6 @@ def test_no_link_gives_a_slope_within_noise_of_zero_and_the_circular_fit_does_no
     assert np.mean(circular) > 3 * np.sqrt(np.sum(np.square(circular_se))) / 3
 
 
-@pytest.mark.slow
 def test_the_paper_slope_is_recovered_within_its_standard_error():
     """True slope 0.017 per 1% (the paper). Tolerance: 2 SE in each of 3 seeds, and the mean of
     the three within 1 SE (the estimates of independent seeds average the noise away)."""
