@@ -39,11 +39,14 @@ _SCORE_STEPS: tuple[tuple[Fraction, int], ...] = (
 )
 _WORST_SCORE = -2
 
-# The mean is snapped to 9 decimals before rounding half up. Whole-number ratings give means
-# with a short exact decimal form, so the snap changes nothing for them; a sum of float primes
-# carries noise around 1e-15 (3.3 + 3.7 adds up to 7.000000000000001 or 6.999999999999999
-# depending on order), and without the snap a mean that is 3.5 up to that noise could round
-# to 3. No real difference in ratings is as small as 1e-9.
+# Float primes carry rounding noise around 1e-15 (3.3 + 3.7 adds up to 7.000000000000001 or
+# 6.999999999999999 depending on order; prev = [5, 1.0000000000000002] has a variance a hair
+# under 4 exactly, and exactly 4 from the float sums the game keeps). Two places where that
+# noise could flip a decision are therefore read to 1e-9, finer than any real difference in
+# ratings: the mean is snapped to 9 decimals before rounding half up, and a distance within
+# 1e-9 of a score threshold counts as on it. Whole-number ratings are untouched by either: their
+# means have a short exact decimal form, and their distances are fractions with small
+# denominators, either on a threshold or at least 1e-6 away from it.
 _MEAN_DECIMALS = 9
 _MEAN_TOLERANCE = Fraction(1, 10**_MEAN_DECIMALS)
 
@@ -126,7 +129,7 @@ def _score(rating: int, count: int, consensus: int, variance: Fraction) -> int:
     spread = 1 + Fraction(1, n) * (1 + (n - 1) * variance / V_MAX)
     distance = abs(rating - consensus) / spread
     for threshold, points in _SCORE_STEPS:
-        if distance <= threshold:
+        if distance <= threshold + _MEAN_TOLERANCE:
             return points
     return _WORST_SCORE
 

@@ -206,6 +206,16 @@ def test_aggregates_equal_list_form_with_primes(previous, rating):
     assert player_score_from_aggregates(rating, count, total, total_sq) == player_score(rating, previous)
 
 
+def test_float_noise_in_a_prime_does_not_flip_a_score_threshold():
+    # Found by hypothesis: the exact variance of [5, 1.0000000000000002] is a hair under 4, the
+    # game's float sums (6.0, 26.0) give exactly 4, and d = 2 / v lands on the threshold 1.
+    previous = [5, 1.0000000000000002]
+    count, total, total_sq = running_aggregates(previous)
+    assert (count, total, total_sq) == (2, 6.0, 26.0)
+    assert player_score(1, previous) == player_score_from_aggregates(1, count, total, total_sq) == 0
+    assert player_score(1, [5, 1]) == 0  # the whole-number pair it stands for: d = 2 / 2 = 1 scores 0
+
+
 @given(human_lists)
 def test_aggregate_stats_match_exact_mean_and_variance(previous):
     mean, variance = aggregate_stats(*running_aggregates(previous))
