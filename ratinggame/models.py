@@ -42,6 +42,9 @@ class Image(models.Model):
     source = models.CharField(
         max_length=200, blank=True, help_text="Where the image came from (collection, URL, licence)."
     )
+    # Display copies beside the file (ratinggame.pairs.derivatives), smallest first:
+    # [{"name": storage name, "width": px, "height": px}, ...]; empty: pages show the original.
+    derivatives = models.JSONField(default=list, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
