@@ -96,7 +96,11 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
         {"key": "all", "title": "All time", "rows": services.leaderboard(period="all")},
         {"key": "week", "title": "This week (last 7 days)", "rows": services.leaderboard(period="week")},
     ]
-    return render(request, "annotators/leaderboard.html", {"boards": boards})
+    profile = progress.profile_for(request.user) if request.user.is_authenticated else None
+    for board in boards:
+        for row in board["rows"]:
+            row["is_me"] = profile is not None and row["profile_id"] == profile.pk
+    return render(request, "annotators/leaderboard.html", {"boards": boards, "profile": profile})
 
 
 @login_required
@@ -124,6 +128,7 @@ def me(request: HttpRequest) -> HttpResponse:
             "form": form,
             "stats": services.personal_stats(request.user),
             "profile": profile,
+            "disputes": services.rater_disputes(request.user),
             "step": progress.current_step(request.user),
             "steps": Step,
         },

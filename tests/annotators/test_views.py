@@ -61,7 +61,11 @@ def look_long_enough(user, seconds: float = 4) -> None:
 
 
 def open_assignment_id(response) -> int:
-    match = re.search(r'name="assignment" value="(\d+)"', response.content.decode())
+    return open_assignment_id_in(response.content.decode())
+
+
+def open_assignment_id_in(html: str) -> int:
+    match = re.search(r'name="assignment" value="(\d+)"', html)
     assert match, "the rating form carries its assignment"
     return int(match.group(1))
 
@@ -165,7 +169,7 @@ def test_signup_consent_tutorial_feedback_then_game(client, tutorial):
     assert client.get(reverse("annotators:play"))["Location"] == reverse("rate", args=["game"])
     game_page = body(client.get(reverse("rate", args=["game"])))
     assert "Rating game" in game_page
-    assert "Qualification: 0 of 20 ratings, 0 of 25 points needed" in game_page
+    assert "Qualification: 0 of 20 ratings · 0 points so far, 25 needed" in game_page
     assert RaterProfile.objects.get(user=user).tutorial_score == 10
 
 
@@ -307,25 +311,29 @@ def test_suspended_rater_sees_a_clear_page_and_cannot_rate(client, tutorial):
     assert "Your account is suspended" in body(page)
 
     response = client.post(reverse("rate", args=["tutorial"]), {"assignment": assignment_id, "value": 3})
-    assert response.status_code == 403
-    assert "Your account is suspended" in body(response)
+    assert response["Location"] == reverse("annotators:suspended")
     assert not Rating.objects.filter(rater=user).exists()
 
 
 # --- Rejections: clear messages, right status codes, nothing stored --------------------------
 
 
-def test_early_submit_shows_the_message_and_stores_nothing(client, tutorial):
+def test_early_submit_redirects_to_the_pair_with_the_message_and_the_choice(client, tutorial):
     user = rater()
     client.force_login(user)
     assignment_id = open_assignment_id(client.get(reverse("rate", args=["tutorial"])))
     response = client.post(reverse("rate", args=["tutorial"]), {"assignment": assignment_id, "value": "4"})
-    assert response.status_code == 400
-    html = body(response)
+    # Post/redirect/get: reloading what follows sends no rating again.
+    assert response["Location"] == reverse("rate", args=["tutorial"])
+    html = body(client.get(response["Location"]))
     assert "Take at least 3 seconds to look at the pair before rating it." in html
     # The same pair again, with the rater's choice kept.
-    assert open_assignment_id(response) == assignment_id
+    assert open_assignment_id_in(html) == assignment_id
     assert re.search(r'value="4"[^>]*checked', html)
+    # The message is shown once; a reload once the seconds have passed still stores nothing.
+    look_long_enough(user)
+    again = body(client.get(reverse("rate", args=["tutorial"])))
+    assert "Take at least 3 seconds" not in again
     assert not Rating.objects.exists()
     assert Assignment.objects.get(pk=assignment_id).submitted_at is None
 
@@ -352,9 +360,10 @@ def test_invalid_value_is_refused_with_the_screen_again(client, tutorial):
     client.force_login(user)
     for value in ("", "3.5", "6", "x"):
         assignment_id, response = rate(client, user, "tutorial", value)
-        assert response.status_code == 400
-        assert "Choose a rating from 1 to 5." in body(response)
-        assert open_assignment_id(response) == assignment_id
+        assert response["Location"] == reverse("rate", args=["tutorial"])
+        page = client.get(response["Location"])
+        assert "Choose a rating from 1 to 5." in body(page)
+        assert open_assignment_id(page) == assignment_id
     assert not Rating.objects.exists()
 
 
@@ -373,11 +382,12 @@ def test_another_raters_pair_is_forbidden(client, tutorial):
     client.force_login(owner)
     assignment_id, _ = rate(client, owner, "tutorial", 5)
     client.force_login(intruder)
-    response = client.post(reverse("rate", args=["tutorial"]), {"assignment": assignment_id, "value": 3})
-    assert response.status_code == 403
+    response = client.post(reverse("rate", args=["tutorial"]), {"assignment": assignment_id, "value": 3}, follow=True)
+    assert response.redirect_chain[0] == (reverse("annotators:play"), 302)
     assert "This pair was served to someone else." in body(response)
     assert client.get(reverse("feedback", args=[assignment_id])).status_code == 403
-    assert client.post(reverse("rate", args=["tutorial"]), {"assignment": 999999, "value": 3}).status_code == 404
+    missing = client.post(reverse("rate", args=["tutorial"]), {"assignment": 999999, "value": 3}, follow=True)
+    assert "There is no such pair to rate." in body(missing)
     assert Rating.objects.count() == 1
 
 
@@ -388,9 +398,11 @@ def test_expired_pair_offers_the_next_one(client, tutorial):
     Assignment.objects.filter(pk=assignment_id).update(
         served_at=timezone.now() - timedelta(hours=1), expires_at=timezone.now() - timedelta(minutes=1)
     )
-    response = client.post(reverse("rate", args=["tutorial"]), {"assignment": assignment_id, "value": 3})
-    assert response.status_code == 400
-    assert "Rate the next pair" in body(response)
+    response = client.post(reverse("rate", args=["tutorial"]), {"assignment": assignment_id, "value": 3}, follow=True)
+    assert response.redirect_chain[-1] == (reverse("rate", args=["tutorial"]), 302)
+    html = body(response)
+    assert "This pair is no longer open for rating. Please rate the next one." in html
+    assert open_assignment_id(response) != assignment_id  # a new assignment of the pair to rate
     assert not Rating.objects.exists()
 
 
@@ -407,8 +419,10 @@ def test_game_feedback_shows_consensus_points_and_window(client):
     html = body(client.get(response["Location"]))
     assert re.search(r'Consensus rating</dt><dd class="fb-big">4<', html)
     assert re.search(r'Points</dt><dd class="fb-big">\+2<', html)
-    assert "Qualification: 1 of 20 ratings, 2 of 25 points needed." in html
-    assert "Dispute this score" in html
+    assert "You matched the consensus of 2 other players." in html
+    assert "Qualification: 1 of 20 ratings · 2 points so far, 25 needed" in html
+    # The full 2 points: a dispute could not restore anything, so none is offered.
+    assert "Dispute this score" not in html
 
 
 def test_first_rater_of_a_pair_is_told_so(client):
@@ -431,25 +445,33 @@ def test_failed_qualification_window_says_so_and_leads_to_probation(client):
     assert client.get(reverse("annotators:play"))["Location"] == reverse("rate", args=["probation"])
 
 
-def test_dispute_is_filed_on_a_game_score(client):
-    CaptionPairFactory(pool=Pool.GAME)
+def test_dispute_is_filed_on_a_game_score_and_then_no_longer_offered(client):
+    pair = CaptionPairFactory(pool=Pool.GAME)
+    seed_ratings(pair, [4, 4])
     user = rater(RaterState.GAME)
     client.force_login(user)
-    assignment_id, _ = rate(client, user, "game", 2)
+    assignment_id, _ = rate(client, user, "game", 2)  # -1 point against the consensus 4
+    feedback = reverse("feedback", args=[assignment_id])
+    assert "Dispute this score" in body(client.get(feedback))
 
     empty = client.post(reverse("dispute", args=[assignment_id]), {"comment": "   "})
-    assert empty.status_code == 400
+    assert empty["Location"] == feedback
+    assert "This field is required." in body(client.get(feedback))
     assert not Dispute.objects.exists()
 
     response = client.post(reverse("dispute", args=[assignment_id]), {"comment": "The caption names the dog."})
-    assert response["Location"] == reverse("feedback", args=[assignment_id])
+    assert response["Location"] == feedback
     dispute = Dispute.objects.get()
     assert dispute.rating == Rating.objects.get(assignment_id=assignment_id)
     assert dispute.comment == "The caption names the dog."
-    assert "Your dispute is filed." in body(client.get(response["Location"]))
+    html = body(client.get(feedback))
+    assert "Your dispute is filed." in html
+    assert "Waiting for an admin" in html
+    assert "Dispute this score" not in html
 
     again = client.post(reverse("dispute", args=[assignment_id]), {"comment": "Again."})
-    assert again.status_code == 400
+    assert again["Location"] == feedback
+    assert "You have disputed this score already" in body(client.get(feedback))
     assert Dispute.objects.count() == 1
 
 
@@ -458,7 +480,8 @@ def test_tutorial_scores_cannot_be_disputed(client, tutorial):
     client.force_login(user)
     assignment_id, _ = rate(client, user, "tutorial", 1)
     response = client.post(reverse("dispute", args=[assignment_id]), {"comment": "I disagree."})
-    assert response.status_code == 400
+    assert response["Location"] == reverse("feedback", args=[assignment_id])
+    assert "Only game scores can be disputed" in body(client.get(response["Location"]))
     assert not Dispute.objects.exists()
 
 

@@ -186,8 +186,9 @@ WRITE_TABLE = {
     ("POST", "accounts/reset/<uidb64>/<token>/"): (200, 200, 200, 200),
     ("POST", "me/"): (LOGIN, 400, 400, 400),
     ("POST", "play/consent/"): (LOGIN, REDIRECT, 400, 400),
-    ("POST", "play/<stage:stage>/"): (LOGIN, 400, REDIRECT, REDIRECT),
-    ("POST", "play/feedback/<int:assignment_id>/dispute/"): (LOGIN, 400, REDIRECT, REDIRECT),
+    # The rating screens answer every POST with a redirect (post/redirect/get), refusals too.
+    ("POST", "play/<stage:stage>/"): (LOGIN, REDIRECT, REDIRECT, REDIRECT),
+    ("POST", "play/feedback/<int:assignment_id>/dispute/"): (LOGIN, REDIRECT, REDIRECT, REDIRECT),
     ("POST", "research/exports/"): (LOGIN, 403, 400, 400),
     ("POST", "staff/raters/<int:profile_id>/suspend/"): (LOGIN, 403, 403, 400),
     ("POST", "staff/raters/<int:profile_id>/reinstate/"): (LOGIN, 403, 403, 400),
