@@ -91,6 +91,12 @@ def probation_round_start(*, profile: RaterProfile) -> ProbationRound:
         .annotate(last=Max("submitted_at"))
         .values_list("pair_id", "last")
     )
+    if previous is not None:
+        # The round just finished counts as seen even where its last rating is still being
+        # stored (a failed round starts the next one in the same transaction).
+        seen_at = previous.finished_at or timezone.now()
+        for pair_id in previous.pair_order:
+            last_rated.setdefault(pair_id, seen_at)
     never = [pair_id for pair_id in pool if pair_id not in last_rated]
     _random.shuffle(never)
     longest_ago = sorted((pair_id for pair_id in pool if pair_id in last_rated), key=last_rated.__getitem__)

@@ -147,6 +147,36 @@ def test_tutorial_ratings_cannot_be_disputed():
         services.dispute_file(rater=user, rating_id=feedback.rating_id, comment="the expert is wrong")
 
 
+# --- Probation rounds (SPEC 2.2: a retry measures skill, not memory) ------------------------
+
+
+def fail_a_probation_round(user, clock: Clock) -> list[int]:
+    """Rate a whole round one level off the experts' 3 (1 point each: 20 of 40, a fail); its pair ids."""
+    return [rate_next(user, 4, clock)[0].pair_id for _ in range(journey.PROBATION_SIZE)]
+
+
+def test_a_new_probation_round_draws_pairs_not_rated_before_then_those_rated_longest_ago():
+    probation_pairs(45)
+    user, clock = rater(RaterState.PROBATION), Clock()
+    first = fail_a_probation_round(user, clock)
+    second = fail_a_probation_round(user, clock)
+    # 45 pairs: the second round is 20 pairs the rater never rated.
+    assert len(set(first) | set(second)) == 40
+    third = progress.probation_round_current(progress.profile_for(user)).pair_order
+    # Only 5 are new; the other 15 are the first round's first 15, rated longest ago.
+    assert len(set(third) - set(first) - set(second)) == 5
+    assert set(third) & set(first) == set(first[:15])
+    assert not set(third) & set(second)
+
+
+def test_with_twenty_probation_pairs_every_round_repeats_them_in_another_order():
+    probation_pairs(20)
+    user, clock = rater(RaterState.PROBATION), Clock()
+    first = fail_a_probation_round(user, clock)
+    second = progress.probation_round_current(progress.profile_for(user)).pair_order
+    assert sorted(second) == sorted(first) and second != first
+
+
 # --- Leaderboard and personal statistics ----------------------------------------------------
 
 

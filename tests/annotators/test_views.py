@@ -227,6 +227,8 @@ def test_whole_journey_through_the_pages(client, tutorial):
     # Probation round 1: one step off every time, 20 of 40 -> a new round.
     pages = play_stage(client, user, "probation", 20, lambda p: p.expert_rating + 1 if p.expert_rating < 5 else 4)
     assert "20 of 40" in pages[-1] and "25 needed" in pages[-1]
+    # With only 20 probation pairs the next round can only repeat them, and the page says so.
+    assert "Next: round 2, 20 pairs: 0 you have not rated before and 20 you rated longest ago" in pages[-1]
     assert client.get(reverse("annotators:play"))["Location"] == reverse("rate", args=["probation"])
     assert "Probation round 2" in body(client.get(reverse("rate", args=["probation"])))
     # Round 2: exact every time, 40 of 40 -> the game.
