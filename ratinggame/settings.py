@@ -177,6 +177,11 @@ RATINGGAME = {
     # Shortened only by tests and benchmarks.
     "MIN_SECONDS_PER_RATING": env_float("RATINGGAME_MIN_SECONDS_PER_RATING", 3.0),
     "ASSIGNMENT_EXPIRY_SECONDS": env_int("RATINGGAME_ASSIGNMENT_EXPIRY_SECONDS", 30 * 60),
+    # Reports of a problem with a pair (ratinggame.game.reports): a game pair that this many
+    # raters reported stops being served until staff look at it; a rater skips at most this
+    # many game pairs an hour by reporting them (a skip is not a rating).
+    "REPORTS_TO_WITHDRAW": env_int("RATINGGAME_REPORTS_TO_WITHDRAW", 3),
+    "SKIPS_PER_HOUR": env_int("RATINGGAME_SKIPS_PER_HOUR", 10),
     # Demo mode prints demo account passwords; never on in production.
     "DEMO_MODE": env_bool("RATINGGAME_DEMO_MODE", DEBUG),
     # Model priming (SPEC section 4): an open_clip model name and its weights (a pretrained

@@ -21,7 +21,7 @@ from annotators.journey import Step
 from annotators.scale import SHORT
 from ratinggame import game
 from ratinggame.game.prefetch import next_pair_image
-from ratinggame.models import CaptionPair, Image, Rating
+from ratinggame.models import CaptionPair, Image, Rating, ReportReason
 from ratinggame.pairs.derivatives import display_image
 
 STAGE_STEPS = {stage: step for step, stage in STEP_STAGES.items()}
@@ -116,6 +116,7 @@ def rate_response(request: HttpRequest, served: "game.Served", *, error: str = "
         "min_submit_ms": round(served.min_submit_at.timestamp() * 1000),
         "min_seconds": f"{journey.min_seconds(served.stage):g}",
         "min_ms": round(journey.min_seconds(served.stage) * 1000),
+        "report_reasons": ReportReason.choices,
         "progress": progress.stage_progress(request.user, served.stage),
         "image": image,
         "original_url": image.file.url,

@@ -3,6 +3,7 @@ the one state machine behind every page, suspension, disputes, leaderboard, and 
 
 import re
 from datetime import timedelta
+from html import unescape
 from html.parser import HTMLParser
 
 import pytest
@@ -425,6 +426,23 @@ def test_game_feedback_shows_consensus_points_and_window(client):
     assert "Qualification: 1 of 20 ratings · 2 points so far, 25 needed" in html
     # The full 2 points: a dispute could not restore anything, so none is offered.
     assert "Dispute this score" not in html
+
+
+@pytest.mark.parametrize(
+    ("primes", "others", "said"),
+    [
+        ([4.0, 4.0], [], "The model's estimate (no other player has rated this pair yet) was 4"),
+        ([4.0, 4.0], [4], "The consensus of 1 other player and the model's estimate was 4"),
+        ([], [4], "The consensus of 1 other player was 4"),
+    ],
+)
+def test_game_feedback_says_whose_consensus_it_was(client, primes, others, said):
+    pair = CaptionPairFactory(pool=Pool.GAME, primes=primes)
+    seed_ratings(pair, others)
+    user = rater(RaterState.GAME)
+    client.force_login(user)
+    _, response = rate(client, user, "game", 2)
+    assert said in unescape(body(client.get(response["Location"])))
 
 
 def test_first_rater_of_a_pair_is_told_so(client):

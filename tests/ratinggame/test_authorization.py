@@ -72,6 +72,7 @@ GET_TABLE = {
     "play/<stage:stage>/": (LOGIN, 200, REDIRECT, REDIRECT),
     "play/feedback/<int:assignment_id>/": (LOGIN, 200, REDIRECT, REDIRECT),
     "play/feedback/<int:assignment_id>/dispute/": (LOGIN, 405, 405, 405),
+    "play/report/": (LOGIN, 405, 405, 405),
     # --- Accounts (Django's views; the log-in page is behind the log-in limiter).
     "accounts/login/": PUBLIC,
     "accounts/logout/": (405, 405, 405, 405),
@@ -95,6 +96,8 @@ GET_TABLE = {
     "staff/disputes/": STAFF_PAGE,
     "staff/disputes/<int:dispute_id>/resolve/": STAFF_PAGE,
     "staff/competency/refresh/": STAFF_PAGE,
+    "staff/reports/": STAFF_PAGE,
+    "staff/reports/<int:pair_id>/resolve/": STAFF_PAGE,
     # --- Operations.
     "healthz": PUBLIC,
     "media/<path:path>": PUBLIC,
@@ -189,11 +192,13 @@ WRITE_TABLE = {
     # The rating screens answer every POST with a redirect (post/redirect/get), refusals too.
     ("POST", "play/<stage:stage>/"): (LOGIN, REDIRECT, REDIRECT, REDIRECT),
     ("POST", "play/feedback/<int:assignment_id>/dispute/"): (LOGIN, REDIRECT, REDIRECT, REDIRECT),
+    ("POST", "play/report/"): (LOGIN, REDIRECT, REDIRECT, REDIRECT),
     ("POST", "research/exports/"): (LOGIN, 403, 400, 400),
     ("POST", "staff/raters/<int:profile_id>/suspend/"): (LOGIN, 403, 403, 400),
     ("POST", "staff/raters/<int:profile_id>/reinstate/"): (LOGIN, 403, 403, 400),
     ("POST", "staff/raters/<int:profile_id>/probation/"): (LOGIN, 403, 403, 400),
     ("POST", "staff/disputes/<int:dispute_id>/resolve/"): (LOGIN, 403, 403, 400),
+    ("POST", "staff/reports/<int:pair_id>/resolve/"): (LOGIN, 403, 403, 400),
     # An analysis is already pending in the world: the admin is sent back to the dashboard.
     ("POST", "staff/competency/refresh/"): (LOGIN, 403, 403, REDIRECT),
     ("POST", "api/auth/signup"): (400, 400, 400, 400),
@@ -295,6 +300,7 @@ def world(settings):
             "job_id": job.pk,
             "profile_id": profile.pk,
             "dispute_id": dispute.pk,
+            "pair_id": pairs[0].pk,
             "uidb64": "MQ",
             "token": "set-password",
             "id": rater.pk,

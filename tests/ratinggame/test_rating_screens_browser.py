@@ -151,3 +151,73 @@ def test_two_failed_probation_rounds_show_forty_different_pairs(live_server, chr
     assert "Next: round 2, 20 pairs you have not rated before." in outcomes[0]
     assert "Next: round 3, 20 pairs: 5 you have not rated before and 15 you rated longest ago" in outcomes[1]
     assert Rating.objects.filter(rater=user, stage=Pool.PROBATION).count() == 40
+
+
+def test_a_reported_pair_is_skipped_and_no_longer_served(live_server, chromium_path, fast, settings):
+    settings.RATINGGAME = {**settings.RATINGGAME, "REPORTS_TO_WITHDRAW": 1}
+    reported = CaptionPairFactory(image=photo_like_image(20), caption="A broken picture of nothing", primes=[3, 3])
+    kept = CaptionPairFactory(image=photo_like_image(21), caption="A red box on green grass", primes=[3, 3])
+    first, second = rater(RaterState.GAME), rater(RaterState.GAME)
+    with chromium(chromium_path) as browser:
+        page = signed_in(browser, live_server, first, **SIZES["390x844"])
+        page.goto(f"{live_server.url}/play/game/")
+        assert reported.caption in page.inner_text("#caption")
+        page.locator("#report summary").tap()
+        page.select_option("#report-reason", "broken_image")
+        page.fill("#report-text", "Only grey squares")
+        page.get_by_role("button", name="Report and skip this pair").tap()
+        page.wait_for_selector(".messages")
+        assert "reported and skipped" in page.inner_text(".messages")
+        assert kept.caption in page.inner_text("#caption")
+        page.screenshot(path=str(ARTIFACTS / "report-skipped-390x844.png"))
+        page.context.close()
+
+        # Another rater gets the other pair, and after it nothing: the reported pair is out of play.
+        page = signed_in(browser, live_server, second, **SIZES["1280x720"])
+        page.goto(f"{live_server.url}/play/game/")
+        assert kept.caption in page.inner_text("#caption")
+        page.keyboard.press("3")
+        page.wait_for_selector("#submit-rating:enabled")
+        page.keyboard.press("Enter")
+        page.wait_for_url(re.compile(r"/play/feedback/\d+/$"))
+        page.keyboard.press("n")
+        page.wait_for_selector("h1")
+        assert page.inner_text("h1") == "Nothing left to rate right now"
+    assert not Rating.objects.filter(pair=reported).exists()
+    assert Rating.objects.filter(pair=kept).count() == 1
+
+
+def test_a_dispute_and_its_outcome_reach_the_rater(live_server, chromium_path, fast):
+    from annotators.models import Dispute
+    from annotators.staff.services import dispute_resolve
+    from tests.factories import UserFactory
+
+    CaptionPairFactory(image=photo_like_image(22), caption="A red box on green grass", primes=[4.0, 4.0])
+    user = rater(RaterState.GAME)
+    with chromium(chromium_path) as browser:
+        page = signed_in(browser, live_server, user, **SIZES["1280x720"])
+        page.goto(f"{live_server.url}/play/game/")
+        page.keyboard.press("2")  # against the primes' 4: -1 point
+        page.wait_for_selector("#submit-rating:enabled")
+        page.keyboard.press("Enter")
+        page.wait_for_url(re.compile(r"/play/feedback/\d+/$"))
+        feedback_url = page.url
+        assert "The model's estimate (no other player has rated this pair yet) was 4" in page.inner_text(
+            "#consensus-note"
+        )
+        page.get_by_text("Dispute this score").click()
+        page.fill("textarea[name=comment]", "The box is clearly red: a 2 is fair.")
+        page.get_by_role("button", name="Send the dispute").click()
+        page.wait_for_selector(".dispute-outcome")
+        assert "Waiting for an admin" in page.inner_text(".dispute-outcome")
+        assert page.get_by_text("Dispute this score").count() == 0  # filed: not offered again
+
+        dispute_resolve(
+            dispute=Dispute.objects.get(), actor=UserFactory(is_staff=True), accept=True, note="Fair point."
+        )
+        page.goto(f"{live_server.url}/me/")
+        outcome = page.inner_text(".dispute-list")
+        assert "Accepted" in outcome and "1 point restored" in outcome and "Fair point." in outcome
+        page.screenshot(path=str(ARTIFACTS / "me-dispute-outcome-1280x720.png"), full_page=True)
+        page.goto(feedback_url)
+        assert "Accepted" in page.inner_text(".dispute-outcome")
