@@ -221,3 +221,32 @@ def test_a_dispute_and_its_outcome_reach_the_rater(live_server, chromium_path, f
         page.screenshot(path=str(ARTIFACTS / "me-dispute-outcome-1280x720.png"), full_page=True)
         page.goto(feedback_url)
         assert "Accepted" in page.inner_text(".dispute-outcome")
+
+
+def test_the_rating_guide_opens_beside_the_image_with_one_example_per_level(live_server, chromium_path, fast):
+    for level in (5, 4, 3, 2, 1):
+        TutorialPairFactory(
+            image=photo_like_image(30 + level), caption=f"Example at level {level}", expert_rating=level
+        )
+    user = rater(RaterState.TUTORIAL)
+    with chromium(chromium_path) as browser:
+        page = signed_in(browser, live_server, user, **SIZES["1280x720"])
+        page.goto(f"{live_server.url}/play/tutorial/")
+        page.wait_for_function("document.getElementById('pair-image').complete")
+        page.keyboard.press("g")
+        guide = page.locator("#guide")
+        guide.wait_for()
+        examples = page.locator(".guide-example figcaption").all_inner_texts()
+        assert [text.split(": ", 1)[0] for text in examples] == [
+            f"For example, rated {level} by the experts" for level in (5, 4, 3, 2, 1)
+        ]
+        # A side panel right of the image: the image stays in full view, and 1-5 still choose.
+        assert (
+            page.locator("#pair-image").bounding_box()["x"] + page.locator("#pair-image").bounding_box()["width"]
+            <= guide.bounding_box()["x"]
+        )
+        page.keyboard.press("3")
+        assert page.locator("#value-3").is_checked()
+        page.screenshot(path=str(ARTIFACTS / "guide-side-panel-1280x720.png"))
+        page.keyboard.press("Escape")
+        guide.wait_for(state="hidden")
