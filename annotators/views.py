@@ -6,6 +6,7 @@ Where a rater may be is decided in one place, ``annotators.progress.current_step
 of a step asks ``step_gate`` and a rater on another step is sent to that step's page.
 """
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
@@ -55,7 +56,11 @@ def consent(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         progress.consent_give(user=request.user)
         return redirect("annotators:intro")
-    return render(request, "annotators/consent.html", {"form": form}, status=400 if form.errors else 200)
+    study = {
+        "study_operator": settings.RATINGGAME["STUDY_OPERATOR"],
+        "study_contact": settings.RATINGGAME["STUDY_CONTACT"],
+    }
+    return render(request, "annotators/consent.html", {"form": form, **study}, status=400 if form.errors else 200)
 
 
 @login_required

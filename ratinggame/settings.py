@@ -108,6 +108,18 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# E-mail (password reset): printed to the console on a laptop; in production an SMTP server.
+EMAIL_BACKEND = env_str(
+    "DJANGO_EMAIL_BACKEND",
+    "django.core.mail.backends.console.EmailBackend" if DEBUG else "django.core.mail.backends.smtp.EmailBackend",
+)
+EMAIL_HOST = env_str("DJANGO_EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("DJANGO_EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("DJANGO_EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("DJANGO_EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("DJANGO_EMAIL_USE_TLS", False)
+DEFAULT_FROM_EMAIL = env_str("DJANGO_DEFAULT_FROM_EMAIL", "webmaster@localhost")
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "home"
@@ -182,6 +194,10 @@ RATINGGAME = {
     # many game pairs an hour by reporting them (a skip is not a rating).
     "REPORTS_TO_WITHDRAW": env_int("RATINGGAME_REPORTS_TO_WITHDRAW", 3),
     "SKIPS_PER_HOUR": env_int("RATINGGAME_SKIPS_PER_HOUR", 10),
+    # Who runs the study and how to reach them: the consent page names them (and the 403 and
+    # password pages send people to them). Set both in production.
+    "STUDY_OPERATOR": env_str("RATINGGAME_STUDY_OPERATOR", "the research team running this site"),
+    "STUDY_CONTACT": env_str("RATINGGAME_STUDY_CONTACT", ""),
     # Demo mode prints demo account passwords; never on in production.
     "DEMO_MODE": env_bool("RATINGGAME_DEMO_MODE", DEBUG),
     # Model priming (SPEC section 4): an open_clip model name and its weights (a pretrained

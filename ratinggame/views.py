@@ -6,6 +6,7 @@ the service gives, never a server error.
 """
 
 from django.contrib import messages
+from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db.models import Count
@@ -21,6 +22,7 @@ from annotators.journey import Step
 from annotators.scale import SHORT
 from ratinggame import game
 from ratinggame.game.prefetch import next_pair_image
+from ratinggame.game.withdrawal import rater_withdraw
 from ratinggame.models import CaptionPair, Image, Rating, ReportReason
 from ratinggame.pairs.derivatives import display_image
 
@@ -312,6 +314,26 @@ def dispute(request: HttpRequest, assignment_id: int) -> HttpResponse:
     else:
         messages.success(request, "Your dispute is filed. An admin will look at it; the outcome will show here.")
     return redirect("feedback", assignment_id=assignment_id)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def data_delete(request: HttpRequest) -> HttpResponse:
+    """ "Delete my data": withdraw from the study, after a confirmation (ratinggame.game.withdrawal)."""
+    if request.method == "POST":
+        if request.POST.get("confirm") != "yes":
+            messages.error(request, "Tick the box to confirm that you want to withdraw.")
+            return redirect("data_delete")
+        excluded = rater_withdraw(user=request.user)
+        logout(request)
+        messages.success(
+            request,
+            f"You have withdrawn: {excluded} rating{'s' if excluded != 1 else ''} no longer count, and your account "
+            "is anonymised and closed. Thank you for taking part.",
+        )
+        return redirect("home")
+    ratings = Rating.objects.filter(rater=request.user, excluded=False).count()
+    return render(request, "ratinggame/data_delete.html", {"ratings": ratings})
 
 
 def rejected_response(request: HttpRequest, rejected: "game.RatingRejected") -> HttpResponse:

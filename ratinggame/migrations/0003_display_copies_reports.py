@@ -6,43 +6,91 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('ratinggame', '0002_journey'),
+        ("ratinggame", "0002_journey"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='captionpair',
-            name='withdrawn_at',
+            model_name="captionpair",
+            name="withdrawn_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='image',
-            name='derivatives',
+            model_name="image",
+            name="derivatives",
             field=models.JSONField(blank=True, default=list, editable=False),
         ),
         migrations.CreateModel(
-            name='PairReport',
+            name="PairReport",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('stage', models.CharField(choices=[('tutorial', 'Tutorial'), ('probation', 'Probation'), ('game', 'Game')], max_length=10)),
-                ('reason', models.CharField(choices=[('broken_image', 'The image is broken or does not load'), ('unreadable_caption', 'The caption is unreadable'), ('offensive', 'The image or the caption is offensive'), ('other', 'Something else (say what)')], max_length=20)),
-                ('text', models.TextField(blank=True)),
-                ('skipped', models.BooleanField(default=False)),
-                ('created_at', models.DateTimeField()),
-                ('resolved_at', models.DateTimeField(blank=True, null=True)),
-                ('outcome', models.CharField(blank=True, choices=[('back_in_play', 'Put back in play'), ('kept_out', 'Kept out of play')], max_length=20)),
-                ('note', models.TextField(blank=True)),
-                ('pair', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='reports', to='ratinggame.captionpair')),
-                ('rater', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='pair_reports', to=settings.AUTH_USER_MODEL)),
-                ('resolved_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "stage",
+                    models.CharField(
+                        choices=[("tutorial", "Tutorial"), ("probation", "Probation"), ("game", "Game")], max_length=10
+                    ),
+                ),
+                (
+                    "reason",
+                    models.CharField(
+                        choices=[
+                            ("broken_image", "The image is broken or does not load"),
+                            ("unreadable_caption", "The caption is unreadable"),
+                            ("offensive", "The image or the caption is offensive"),
+                            ("other", "Something else (say what)"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("text", models.TextField(blank=True)),
+                ("skipped", models.BooleanField(default=False)),
+                ("created_at", models.DateTimeField()),
+                ("resolved_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "outcome",
+                    models.CharField(
+                        blank=True,
+                        choices=[("back_in_play", "Put back in play"), ("kept_out", "Kept out of play")],
+                        max_length=20,
+                    ),
+                ),
+                ("note", models.TextField(blank=True)),
+                (
+                    "pair",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="reports", to="ratinggame.captionpair"
+                    ),
+                ),
+                (
+                    "rater",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="pair_reports",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "resolved_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['created_at', 'id'],
-                'indexes': [models.Index(fields=['rater', 'skipped', 'created_at'], name='pair_report_skips_idx'), models.Index(condition=models.Q(('resolved_at__isnull', True)), fields=['pair'], name='pair_report_open_idx')],
-                'constraints': [models.UniqueConstraint(fields=('rater', 'pair'), name='pair_report_once_per_rater')],
+                "ordering": ["created_at", "id"],
+                "indexes": [
+                    models.Index(fields=["rater", "skipped", "created_at"], name="pair_report_skips_idx"),
+                    models.Index(
+                        condition=models.Q(("resolved_at__isnull", True)), fields=["pair"], name="pair_report_open_idx"
+                    ),
+                ],
+                "constraints": [models.UniqueConstraint(fields=("rater", "pair"), name="pair_report_once_per_rater")],
             },
         ),
     ]

@@ -69,6 +69,7 @@ GET_TABLE = {
     "play/suspended/": (LOGIN, REDIRECT, REDIRECT, REDIRECT),
     "leaderboard/": PUBLIC,
     "me/": SIGNED_IN,
+    "me/delete/": SIGNED_IN,
     "play/<stage:stage>/": (LOGIN, 200, REDIRECT, REDIRECT),
     "play/feedback/<int:assignment_id>/": (LOGIN, 200, REDIRECT, REDIRECT),
     "play/feedback/<int:assignment_id>/dispute/": (LOGIN, 405, 405, 405),
@@ -188,6 +189,8 @@ WRITE_TABLE = {
     ("POST", "accounts/password_reset/"): (200, 200, 200, 200),
     ("POST", "accounts/reset/<uidb64>/<token>/"): (200, 200, 200, 200),
     ("POST", "me/"): (LOGIN, 400, 400, 400),
+    # Without the confirmation box: back to the page, nothing deleted.
+    ("POST", "me/delete/"): (LOGIN, REDIRECT, REDIRECT, REDIRECT),
     ("POST", "play/consent/"): (LOGIN, REDIRECT, 400, 400),
     # The rating screens answer every POST with a redirect (post/redirect/get), refusals too.
     ("POST", "play/<stage:stage>/"): (LOGIN, REDIRECT, REDIRECT, REDIRECT),
