@@ -229,8 +229,10 @@ RATINGGAME_FLAGS = {
     # Straight-liner: this many identical ratings in a row, or one value this share of all.
     "STRAIGHT_RUN": env_int("RATINGGAME_FLAG_STRAIGHT_RUN", 15),
     "STRAIGHT_VALUE_SHARE": env_float("RATINGGAME_FLAG_STRAIGHT_VALUE_SHARE", 0.8),
-    # Prime-copier: this share of game ratings equal to the pair's first model prime, rounded.
+    # Prime-copier: this share of game ratings equal to the pair's first model prime, rounded,
+    # and that share at least this much above the share equal to the other raters' consensus.
     "PRIME_COPIER_SHARE": env_float("RATINGGAME_FLAG_PRIME_COPIER_SHARE", 0.8),
+    "PRIME_COPIER_MARGIN": env_float("RATINGGAME_FLAG_PRIME_COPIER_MARGIN", 0.25),
     # Low agreement: exact + adjacent agreement rate below this.
     "LOW_AGREEMENT_RATE": env_float("RATINGGAME_FLAG_LOW_AGREEMENT_RATE", 0.7),
 }
