@@ -522,6 +522,21 @@ def test_leaderboard_opt_out_hides_the_rater(client):
     assert "Bob" not in page
 
 
+def test_the_leaderboard_highlights_the_raters_own_row_and_asks_for_a_pseudonym(client):
+    rater(RaterState.GAME, game_score=300, display_name="Ada")
+    me = rater(RaterState.GAME, game_score=120)
+    client.force_login(me)
+    page = body(client.get(reverse("annotators:leaderboard")))
+    own = re.findall(r'<tr class="me" aria-current="true">.*?</tr>', page, re.S)
+    assert len(own) == 1 and "Anonymous rater" in own[0] and "(you)" in own[0]
+    assert 'id="pseudonym-prompt"' in page
+    assert 'id="pseudonym-prompt"' in body(client.get(reverse("annotators:me")))
+    client.post(reverse("annotators:me"), {"display_name": "Quill", "on_leaderboard": "on"})
+    page = body(client.get(reverse("annotators:leaderboard")))
+    assert 'id="pseudonym-prompt"' not in page
+    assert "Quill" in re.findall(r'<tr class="me" aria-current="true">.*?</tr>', page, re.S)[0]
+
+
 def test_personal_page_shows_record_and_saves_display_name(client):
     pair = CaptionPairFactory(pool=Pool.GAME)
     seed_ratings(pair, [4, 4])
