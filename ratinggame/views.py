@@ -1,8 +1,11 @@
-"""The site's pages: home, the rating screen (tutorial, probation and game share it) and feedback.
+"""The site's pages: home, the rating screen (tutorial, probation and game share it), feedback,
+disputes and the rater's withdrawal.
 
-Views validate input, call one service of ratinggame.game, and render. Every rejection of a
-rating (too early, expired, not yours, ...) is a page with a clear message and the status code
-the service gives, never a server error.
+Views validate input, call one service of ratinggame.game, and render. Every POST answers with
+a redirect (post/redirect/get), so that reloading the page that follows never sends a rating
+or a dispute again; a rejection (too early, expired, not yours, ...) comes back as a clear
+message on the page it redirects to, never a server error. A GET the rules refuse is a page
+with the message and the status code the service gives.
 """
 
 from django.contrib import messages
@@ -159,7 +162,8 @@ def feedback_response(request: HttpRequest, feedback_: "game.Feedback") -> HttpR
         "value_short": SHORT.get(fb.value, ""),
         "reference_short": SHORT.get(fb.reference, ""),
         "consensus_from": consensus_source(rating.feedback.get("consensus_of")),
-        "show_window": window is not None and (window.count < window.size or fb.transition in WINDOW_TRANSITIONS),
+        # A failed window has the outcome box instead (its ratings no longer count).
+        "show_window": window is not None and (window.open or fb.transition == "window_passed"),
         "outcome": outcome,
         "announce": announcement(fb, outcome),
         "continue_label": CONTINUE_LABELS.get(next_step, "Continue") if fb.transition else "Next pair",
@@ -185,7 +189,6 @@ def consensus_source(consensus_of: list[int] | None) -> str:
     return "the model's estimate (no other player has rated this pair yet)"
 
 
-WINDOW_TRANSITIONS = frozenset({"window_passed", "window_failed"})
 CONTINUE_LABELS = {
     Step.TUTORIAL: "Next pair",
     Step.PROBATION: "Start probation",

@@ -266,6 +266,10 @@ def test_whole_journey_through_the_pages(client, tutorial):
     play_stage(client, user, "probation", 20, lambda p: p.expert_rating)
     pages = play_stage(client, user, "game", 20, lambda p: 4)
     assert "Qualification passed" in pages[-1]
+    # Words that read right once passed: "Qualified", never "40 of 25 points needed".
+    assert '<span class="window-text">Qualified</span>' in pages[-1]
+    CaptionPairFactory(pool=Pool.GAME)
+    assert "Qualified" in body(client.get(reverse("rate", args=["game"])))
     rated = list(Rating.objects.filter(rater=user, stage="game").values_list("pair_id", flat=True))
     assert len(rated) == len(set(rated)) == 40  # never the same pair twice
     profile.refresh_from_db()
