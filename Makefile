@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
+PORT ?= 8000
 
 .PHONY: run test lint migrations-check worker-default worker-gpu beat serve clean
 
@@ -16,11 +17,11 @@ $(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt
 	$(PIP) install --quiet -r requirements-dev.txt
 	touch $@
 
-# Laptop run: SQLite under var/, tasks inline, demo content and demo accounts.
+# Laptop run: SQLite under var/, tasks inline, demo content and demo accounts (make run PORT=8001).
 run: $(VENV)/.runtime
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py load_demo
-	$(PY) manage.py runserver 127.0.0.1:8000
+	$(PY) manage.py runserver 127.0.0.1:$(PORT)
 
 # The whole test suite (SQLite unless DATABASE_URL points at PostgreSQL).
 test: $(VENV)/.dev

@@ -31,8 +31,11 @@ class ProfileForm(forms.Form):
     display_name = forms.CharField(
         max_length=DISPLAY_NAME_MAX_CHARS,
         required=False,
-        label="Display name on the leaderboard",
-        help_text=f"Leave it empty to appear as “{ANONYMOUS_NAME}”. Up to {DISPLAY_NAME_MAX_CHARS} characters.",
+        label="Pseudonym on the leaderboard",
+        help_text=(
+            f"The name others see next to your points (never your username). Leave it empty to appear as "
+            f"“{ANONYMOUS_NAME}”. Up to {DISPLAY_NAME_MAX_CHARS} characters."
+        ),
     )
     on_leaderboard = forms.BooleanField(required=False, label="Show me on the leaderboard")
 

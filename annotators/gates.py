@@ -11,6 +11,7 @@ from django.urls import reverse
 from annotators.journey import PLAYING_STEPS, Step
 from annotators.progress import current_step
 from annotators.scale import LEVELS
+from ratinggame.models import CaptionPair, Pool
 
 __all__ = ["PLAYING_STEPS", "STEP_STAGES", "guide_context", "step_gate", "step_url"]
 
@@ -36,5 +37,11 @@ def step_gate(user, allowed: frozenset[Step] | set[Step]) -> HttpResponse | None
 
 
 def guide_context() -> dict:
-    """What the Rating Guide dialog (annotators/_guide.html) needs on every page that has it."""
-    return {"levels": LEVELS}
+    """What the Rating Guide (annotators/_guide.html) needs on every page that has it: the levels,
+    and beside each one an example, the first tutorial pair (in display order) the experts rated
+    at that level (None where the tutorial has none)."""
+    examples: dict[int, CaptionPair] = {}
+    tutorial = CaptionPair.objects.filter(pool=Pool.TUTORIAL, expert_rating__isnull=False).select_related("image")
+    for pair in tutorial.order_by("display_order", "id"):
+        examples.setdefault(pair.expert_rating, pair)
+    return {"levels": LEVELS, "guide_levels": [(level, examples.get(level.value)) for level in LEVELS]}

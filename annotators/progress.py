@@ -14,7 +14,7 @@ from datetime import datetime
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
-from django.db.models import Sum
+from django.db.models import Max, Sum
 from django.utils import timezone
 
 from annotators import journey
@@ -74,21 +74,60 @@ def probation_round_current(profile: RaterProfile) -> ProbationRound | None:
 
 
 def probation_round_start(*, profile: RaterProfile) -> ProbationRound:
-    """A new round: PROBATION_SIZE probation pairs (all of them when fewer exist) in a fresh order.
+    """A new round: PROBATION_SIZE probation pairs (all of them when fewer exist), in a random order.
 
-    The order differs from the previous round's whenever it can, so a rater who failed does
-    not see the same sequence again.
+    SPEC 2.2: a retry measures skill, not memory of the answers just shown. The round takes
+    first the probation pairs this rater has never rated, then those rated longest ago. With
+    the demo's 60 pairs three rounds never repeat a pair; with a set of 20 every round repeats
+    the last one, in a different order whenever it can.
     """
     previous = probation_round_current(profile)
     pool = list(
         CaptionPair.objects.filter(pool=Pool.PROBATION, expert_rating__isnull=False).values_list("id", flat=True)
     )
-    order = _random.sample(pool, min(PROBATION_SIZE, len(pool)))
+    last_rated = dict(
+        Rating.objects.filter(rater_id=profile.user_id, stage=Pool.PROBATION)
+        .values("pair_id")
+        .annotate(last=Max("submitted_at"))
+        .values_list("pair_id", "last")
+    )
+    if previous is not None:
+        # The round just finished counts as seen even where its last rating is still being
+        # stored (a failed round starts the next one in the same transaction).
+        seen_at = previous.finished_at or timezone.now()
+        for pair_id in previous.pair_order:
+            last_rated.setdefault(pair_id, seen_at)
+    never = [pair_id for pair_id in pool if pair_id not in last_rated]
+    _random.shuffle(never)
+    longest_ago = sorted((pair_id for pair_id in pool if pair_id in last_rated), key=last_rated.__getitem__)
+    order = (never + longest_ago)[:PROBATION_SIZE]
+    _random.shuffle(order)
     if previous is not None and len(order) > 1:
         while order == previous.pair_order:
             _random.shuffle(order)
     number = previous.number + 1 if previous is not None else 1
     return ProbationRound.objects.create(profile=profile, number=number, pair_order=order)
+
+
+def probation_round_after_failing(profile: RaterProfile, failed_at: datetime) -> tuple[ProbationRound, int] | None:
+    """The round that followed the round failed at ``failed_at`` (its last rating's time), and how
+    many of its pairs the rater had rated by then; None when there is no such round."""
+    failed = profile.probation_rounds.filter(finished_at=failed_at, passed=False).first()
+    following = failed and profile.probation_rounds.filter(number=failed.number + 1).first()
+    if following is None:
+        return None
+    repeats = (
+        Rating.objects.filter(
+            rater_id=profile.user_id,
+            stage=Pool.PROBATION,
+            pair_id__in=following.pair_order,
+            submitted_at__lte=failed_at,
+        )
+        .values("pair_id")
+        .distinct()
+        .count()
+    )
+    return following, repeats
 
 
 def probation_progress(user: AbstractBaseUser) -> tuple[int, int, int, int]:

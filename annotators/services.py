@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from annotators import progress
 from annotators.journey import level_for, next_level_at
-from annotators.models import Dispute, DisputeStatus, RaterProfile, RaterState
+from annotators.models import Dispute, RaterProfile, RaterState
 from annotators.roles import ANNOTATOR, ensure_roles
 from ratinggame.models import Pool, Rating, counted_ratings
 
@@ -41,32 +41,67 @@ def rater_signup(*, username: str, password: str, email: str = "") -> AbstractBa
     return user
 
 
+# A game rating scores at most 2 points (SPEC section 3): a dispute of a rating that got them
+# has nothing to restore.
+BEST_POINTS = 2
+
+
+def dispute_refusal(rating: Rating) -> ValidationError | None:
+    """Why a dispute of ``rating`` could not succeed (its ``message`` is for the rater); None when it may be filed.
+
+    The rating page offers "Dispute this score" only where this is None, and ``dispute_file``
+    refuses with the same words: not a game rating (tutorial and probation are scored against
+    experts), excluded (a failed qualification window: it no longer counts and its points went
+    with the reset game score), the first rating of its pair (0 points by the rules, whatever
+    the value), the full 2 points already, or disputed once already.
+    """
+    if rating.stage != Pool.GAME:
+        message, code = "Only game scores can be disputed: tutorial and probation use expert ratings.", "not_game"
+    elif rating.excluded:
+        reason = f" ({rating.excluded_reason})" if rating.excluded_reason else ""
+        message, code = (
+            f"This rating can no longer be disputed: it was excluded{reason}, so it does not count "
+            "and its points went with the game score reset.",
+            "excluded",
+        )
+    elif rating.reference is None:
+        message = "You were the first to rate this pair: by the rules that scores 0 points, so nothing to dispute."
+        code = "first_rater"
+    elif rating.points >= BEST_POINTS:
+        message, code = f"This rating scored the full {BEST_POINTS} points: there is nothing to restore.", "full_points"
+    elif rating.disputes.exists():
+        message = "You have disputed this score already: its outcome is shown here and on your page."
+        code = "duplicate"
+    else:
+        return None
+    return ValidationError(message, code=code)
+
+
 def dispute_file(*, rater: AbstractBaseUser, rating_id: int, comment: str) -> Dispute:
     """A 'dispute this score' comment on one of the rater's own game ratings, for an admin.
 
     Raises Rating.DoesNotExist for a rating that is not the rater's (existence is not told),
-    ValidationError for an empty or over-long comment, a non-game rating, an excluded rating
-    (a failed qualification window: it no longer counts and its points went with the reset game
-    score, so there is nothing to restore), or a second open dispute on the same rating.
+    ValidationError for an empty or over-long comment, or a rating ``dispute_refusal`` refuses.
     """
     comment = comment.strip()
     if not comment:
         raise ValidationError("Write a short reason.", code="empty")
     if len(comment) > DISPUTE_MAX_CHARS:
         raise ValidationError(f"Keep it under {DISPUTE_MAX_CHARS} characters.", code="too_long")
-    rating = Rating.objects.get(pk=rating_id, rater=rater)
-    if rating.stage != Pool.GAME:
-        raise ValidationError("Only game scores can be disputed.", code="not_game")
-    if rating.excluded:
-        raise ValidationError(
-            "This rating can no longer be disputed: it was excluded"
-            f"{f' ({rating.excluded_reason})' if rating.excluded_reason else ''}, so it does not count "
-            "and its points went with the game score reset.",
-            code="excluded",
-        )
-    if Dispute.objects.filter(rating=rating, status=DisputeStatus.OPEN).exists():
-        raise ValidationError("This score is already disputed; an admin will look at it.", code="duplicate")
-    return Dispute.objects.create(rating=rating, comment=comment)
+    with transaction.atomic():
+        # The rating row lock makes two submissions of the same dispute file one.
+        rating = Rating.objects.select_for_update().get(pk=rating_id, rater=rater)
+        refusal = dispute_refusal(rating)
+        if refusal is not None:
+            raise refusal
+        return Dispute.objects.create(rating=rating, comment=comment)
+
+
+def rater_disputes(user: AbstractBaseUser) -> list[Dispute]:
+    """The rater's disputes, newest first, with their ratings and pairs (their page shows them)."""
+    return list(
+        Dispute.objects.filter(rating__rater=user).select_related("rating__pair").order_by("-created_at", "-id")
+    )
 
 
 def profile_update(*, user: AbstractBaseUser, display_name: str, on_leaderboard: bool) -> RaterProfile:
@@ -82,7 +117,7 @@ def profile_update(*, user: AbstractBaseUser, display_name: str, on_leaderboard:
 
 
 def leaderboard(period: str = "all", limit: int = 20) -> list[dict]:
-    """Top raters who chose to be shown: ``[{"rank", "name", "points", "level"}, ...]``.
+    """Top raters who chose to be shown: ``[{"rank", "name", "points", "level", "profile_id"}, ...]``.
 
     "all": the game score (reset when a qualification window fails). "week": points of the
     counted game ratings submitted in the last 7 days. The level is always the rater's level
@@ -95,7 +130,7 @@ def leaderboard(period: str = "all", limit: int = 20) -> list[dict]:
         rows = list(
             shown.filter(game_score__gt=0)
             .order_by("-game_score", "id")
-            .values_list("display_name", "game_score", "game_score")[:limit]
+            .values_list("id", "display_name", "game_score", "game_score")[:limit]
         )
     else:
         since = timezone.now() - LEADERBOARD_PERIODS[period]
@@ -104,11 +139,17 @@ def leaderboard(period: str = "all", limit: int = 20) -> list[dict]:
             .annotate(points=Sum("user__ratings__points"))
             .filter(points__gt=0)
             .order_by("-points", "id")
-            .values_list("display_name", "points", "game_score")[:limit]
+            .values_list("id", "display_name", "points", "game_score")[:limit]
         )
     return [
-        {"rank": rank, "name": name or ANONYMOUS_NAME, "points": points, "level": level_for(score)}
-        for rank, (name, points, score) in enumerate(rows, start=1)
+        {
+            "rank": rank,
+            "name": name or ANONYMOUS_NAME,
+            "points": points,
+            "level": level_for(score),
+            "profile_id": profile_id,
+        }
+        for rank, (profile_id, name, points, score) in enumerate(rows, start=1)
     ]
 
 

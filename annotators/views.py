@@ -6,6 +6,7 @@ Where a rater may be is decided in one place, ``annotators.progress.current_step
 of a step asks ``step_gate`` and a rater on another step is sent to that step's page.
 """
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
@@ -55,7 +56,11 @@ def consent(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         progress.consent_give(user=request.user)
         return redirect("annotators:intro")
-    return render(request, "annotators/consent.html", {"form": form}, status=400 if form.errors else 200)
+    study = {
+        "study_operator": settings.RATINGGAME["STUDY_OPERATOR"],
+        "study_contact": settings.RATINGGAME["STUDY_CONTACT"],
+    }
+    return render(request, "annotators/consent.html", {"form": form, **study}, status=400 if form.errors else 200)
 
 
 @login_required
@@ -96,7 +101,11 @@ def leaderboard(request: HttpRequest) -> HttpResponse:
         {"key": "all", "title": "All time", "rows": services.leaderboard(period="all")},
         {"key": "week", "title": "This week (last 7 days)", "rows": services.leaderboard(period="week")},
     ]
-    return render(request, "annotators/leaderboard.html", {"boards": boards})
+    profile = progress.profile_for(request.user) if request.user.is_authenticated else None
+    for board in boards:
+        for row in board["rows"]:
+            row["is_me"] = profile is not None and row["profile_id"] == profile.pk
+    return render(request, "annotators/leaderboard.html", {"boards": boards, "profile": profile})
 
 
 @login_required
@@ -124,6 +133,7 @@ def me(request: HttpRequest) -> HttpResponse:
             "form": form,
             "stats": services.personal_stats(request.user),
             "profile": profile,
+            "disputes": services.rater_disputes(request.user),
             "step": progress.current_step(request.user),
             "steps": Step,
         },

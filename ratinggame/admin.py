@@ -5,6 +5,7 @@ from django.utils.html import format_html
 from django.utils.text import Truncator
 
 from ratinggame.models import Assignment, CaptionPair, Image, Rating
+from ratinggame.pairs.derivatives import display_image
 from ratinggame.pairs.images import ImageRejected, check_image_bytes, read_limited
 from ratinggame.pairs.services import image_store, pair_create, pair_pool_changed, pairs_created, pairs_priming_retry
 from ratinggame.pairs.validation import (
@@ -17,10 +18,16 @@ from ratinggame.pairs.validation import (
 
 
 def thumbnail(image: Image | None, size: int = 80) -> str:
+    """A preview from the image's display copies (the 160-px one in lists), never the original."""
     if image is None or not image.file:
         return "-"
+    shown = display_image(image)
     return format_html(
-        '<img src="{}" alt="{}" style="max-width:{}px;max-height:{}px">', image.file.url, image, size, size
+        '<img src="{}" alt="{}" style="max-width:{}px;max-height:{}px" loading="lazy">',
+        shown.thumb if size <= 160 else shown.src,
+        image,
+        size,
+        size,
     )
 
 

@@ -42,6 +42,9 @@ class Image(models.Model):
     source = models.CharField(
         max_length=200, blank=True, help_text="Where the image came from (collection, URL, licence)."
     )
+    # Display copies beside the file (ratinggame.pairs.derivatives), smallest first:
+    # [{"name": storage name, "width": px, "height": px}, ...]; empty: pages show the original.
+    derivatives = models.JSONField(default=list, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -111,6 +114,10 @@ class CaptionPair(models.Model):
         null=True, blank=True, choices=AssignRank.choices, default=AssignRank.FRESH
     )
 
+    # Taken out of the serving order after RATINGGAME["REPORTS_TO_WITHDRAW"] raters reported a
+    # problem with it (ratinggame.game.reports); staff put it back or keep it out.
+    withdrawn_at = models.DateTimeField(null=True, blank=True)
+
     priming_status = models.CharField(max_length=12, choices=PrimingStatus.choices, default=PrimingStatus.PENDING)
     priming_error = models.TextField(blank=True)
     priming_claimed_at = models.DateTimeField(null=True, blank=True)
@@ -170,6 +177,50 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.rater} <- pair {self.pair_id} ({self.stage})"
+
+
+class ReportReason(models.TextChoices):
+    BROKEN_IMAGE = "broken_image", "The image is broken or does not load"
+    UNREADABLE_CAPTION = "unreadable_caption", "The caption is unreadable"
+    OFFENSIVE = "offensive", "The image or the caption is offensive"
+    OTHER = "other", "Something else (say what)"
+
+
+class ReportOutcome(models.TextChoices):
+    BACK_IN_PLAY = "back_in_play", "Put back in play"
+    KEPT_OUT = "kept_out", "Kept out of play"
+
+
+class PairReport(models.Model):
+    """A rater's report of a problem with a pair (the pair is skipped in the game: no rating)."""
+
+    pair = models.ForeignKey(CaptionPair, on_delete=models.CASCADE, related_name="reports")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="pair_reports")
+    stage = models.CharField(max_length=10, choices=Pool.choices)
+    reason = models.CharField(max_length=20, choices=ReportReason.choices)
+    text = models.TextField(blank=True)
+    # True when the report also closed the rater's assignment of the pair (a game skip).
+    skipped = models.BooleanField(default=False)
+    created_at = models.DateTimeField()
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    outcome = models.CharField(max_length=20, choices=ReportOutcome.choices, blank=True)
+    note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["rater", "pair"], name="pair_report_once_per_rater"),
+        ]
+        indexes = [
+            models.Index(fields=["rater", "skipped", "created_at"], name="pair_report_skips_idx"),
+            models.Index(fields=["pair"], condition=Q(resolved_at__isnull=True), name="pair_report_open_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rater} reported pair {self.pair_id}: {self.reason}"
 
 
 def counted_ratings(prefix: str = "") -> Q:

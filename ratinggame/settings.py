@@ -108,6 +108,18 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# E-mail (password reset): printed to the console on a laptop; in production an SMTP server.
+EMAIL_BACKEND = env_str(
+    "DJANGO_EMAIL_BACKEND",
+    "django.core.mail.backends.console.EmailBackend" if DEBUG else "django.core.mail.backends.smtp.EmailBackend",
+)
+EMAIL_HOST = env_str("DJANGO_EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("DJANGO_EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("DJANGO_EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("DJANGO_EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("DJANGO_EMAIL_USE_TLS", False)
+DEFAULT_FROM_EMAIL = env_str("DJANGO_DEFAULT_FROM_EMAIL", "webmaster@localhost")
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "home"
@@ -177,6 +189,15 @@ RATINGGAME = {
     # Shortened only by tests and benchmarks.
     "MIN_SECONDS_PER_RATING": env_float("RATINGGAME_MIN_SECONDS_PER_RATING", 3.0),
     "ASSIGNMENT_EXPIRY_SECONDS": env_int("RATINGGAME_ASSIGNMENT_EXPIRY_SECONDS", 30 * 60),
+    # Reports of a problem with a pair (ratinggame.game.reports): a game pair that this many
+    # raters reported stops being served until staff look at it; a rater skips at most this
+    # many game pairs an hour by reporting them (a skip is not a rating).
+    "REPORTS_TO_WITHDRAW": env_int("RATINGGAME_REPORTS_TO_WITHDRAW", 3),
+    "SKIPS_PER_HOUR": env_int("RATINGGAME_SKIPS_PER_HOUR", 10),
+    # Who runs the study and how to reach them: the consent page names them (and the 403 and
+    # password pages send people to them). Set both in production.
+    "STUDY_OPERATOR": env_str("RATINGGAME_STUDY_OPERATOR", "the research team running this site"),
+    "STUDY_CONTACT": env_str("RATINGGAME_STUDY_CONTACT", ""),
     # Demo mode prints demo account passwords; never on in production.
     "DEMO_MODE": env_bool("RATINGGAME_DEMO_MODE", DEBUG),
     # Model priming (SPEC section 4): an open_clip model name and its weights (a pretrained
@@ -212,8 +233,10 @@ RATINGGAME_FLAGS = {
     # Straight-liner: this many identical ratings in a row, or one value this share of all.
     "STRAIGHT_RUN": env_int("RATINGGAME_FLAG_STRAIGHT_RUN", 15),
     "STRAIGHT_VALUE_SHARE": env_float("RATINGGAME_FLAG_STRAIGHT_VALUE_SHARE", 0.8),
-    # Prime-copier: this share of game ratings equal to the pair's first model prime, rounded.
+    # Prime-copier: this share of game ratings equal to the pair's first model prime, rounded,
+    # and that share at least this much above the share equal to the other raters' consensus.
     "PRIME_COPIER_SHARE": env_float("RATINGGAME_FLAG_PRIME_COPIER_SHARE", 0.8),
+    "PRIME_COPIER_MARGIN": env_float("RATINGGAME_FLAG_PRIME_COPIER_MARGIN", 0.25),
     # Low agreement: exact + adjacent agreement rate below this.
     "LOW_AGREEMENT_RATE": env_float("RATINGGAME_FLAG_LOW_AGREEMENT_RATE", 0.7),
 }

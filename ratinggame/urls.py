@@ -2,7 +2,7 @@ from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path, register_converter
 
-from ratinggame import health, login_throttle, views
+from ratinggame import health, login_throttle, report_views, views
 from ratinggame.pairs import media
 
 
@@ -26,6 +26,8 @@ urlpatterns = [
     path("play/<stage:stage>/", views.rate, name="rate"),
     path("play/feedback/<int:assignment_id>/", views.feedback, name="feedback"),
     path("play/feedback/<int:assignment_id>/dispute/", views.dispute, name="dispute"),
+    path("play/report/", report_views.report, name="pair_report"),
+    path("me/delete/", views.data_delete, name="data_delete"),
     # The log-in doors go through the log-in limiter (before the routes they shadow).
     path("accounts/login/", login_throttle.ThrottledLoginView.as_view(), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
@@ -33,6 +35,9 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("research/", include("scoring.urls")),
     path("api/", include("ratinggame.api.urls")),
+    # Staff pages of the game (before the rest of /staff/, which belongs to annotators.staff).
+    path("staff/reports/", report_views.queue, name="pair_reports"),
+    path("staff/reports/<int:pair_id>/resolve/", report_views.resolve, name="pair_reports_resolve"),
     path("staff/", include("annotators.staff.urls")),
     path("healthz", health.healthz, name="healthz"),
     # Pair images, in production too (ratinggame.pairs.media); only images, never exports.

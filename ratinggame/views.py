@@ -1,11 +1,15 @@
-"""The site's pages: home, the rating screen (tutorial, probation and game share it) and feedback.
+"""The site's pages: home, the rating screen (tutorial, probation and game share it), feedback,
+disputes and the rater's withdrawal.
 
-Views validate input, call one service of ratinggame.game, and render. Every rejection of a
-rating (too early, expired, not yours, ...) is a page with a clear message and the status code
-the service gives, never a server error.
+Views validate input, call one service of ratinggame.game, and render. Every POST answers with
+a redirect (post/redirect/get), so that reloading the page that follows never sends a rating
+or a dispute again; a rejection (too early, expired, not yours, ...) comes back as a clear
+message on the page it redirects to, never a server error. A GET the rules refuse is a page
+with the message and the status code the service gives.
 """
 
 from django.contrib import messages
+from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db.models import Count
@@ -20,7 +24,10 @@ from annotators.gates import PLAYING_STEPS, STEP_STAGES, guide_context, step_gat
 from annotators.journey import Step
 from annotators.scale import SHORT
 from ratinggame import game
-from ratinggame.models import CaptionPair, Image
+from ratinggame.game.prefetch import next_pair_image
+from ratinggame.game.withdrawal import rater_withdraw
+from ratinggame.models import CaptionPair, Image, Rating, ReportReason
+from ratinggame.pairs.derivatives import display_image
 
 STAGE_STEPS = {stage: step for step, stage in STEP_STAGES.items()}
 HOME_CALLS = {
@@ -47,7 +54,7 @@ def home(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def rate(request: HttpRequest, stage: str) -> HttpResponse:
     if request.method == "POST":
-        return _rate_submit(request)
+        return _rate_submit(request, stage)
     if gate := step_gate(request.user, {STAGE_STEPS[stage]}):
         return gate
     try:
@@ -56,48 +63,53 @@ def rate(request: HttpRequest, stage: str) -> HttpResponse:
         return rejected_response(request, rejected)
     if served is None:
         return render(request, "ratinggame/no_pairs.html", guide_context())
-    return rate_response(request, served)
+    refused = request.session.pop(REFUSED_KEY, None) or {}
+    if refused.get("assignment") != served.assignment_id:
+        refused = {}
+    return rate_response(request, served, error=refused.get("message", ""), chosen=refused.get("value", ""))
 
 
-def _rate_submit(request: HttpRequest) -> HttpResponse:
+# A refused submission, kept in the session for the GET that follows it (post/redirect/get).
+REFUSED_KEY = "rating_refused"
+# Refusals that leave the pair open: the rater sees it again with the message and their choice.
+SAME_PAIR_AGAIN = frozenset({"too_early", "invalid_value"})
+
+
+def _rate_submit(request: HttpRequest, stage: str) -> HttpResponse:
+    """Every answer is a redirect, so that reloading the page that follows never sends the
+    rating again: a submission refused as too early would otherwise be stored on a reload
+    once the seconds had passed."""
     # Consent and suspension are the state machine's; the stage is checked by rating_submit
     # itself, so that submitting the same form twice after the last pair of a stage (the stage
     # has changed by then) shows the first result instead of a wrong-page redirect.
     if gate := step_gate(request.user, PLAYING_STEPS):
-        if progress.current_step(request.user) == Step.SUSPENDED:
-            return render(request, "annotators/suspended.html", status=403)
         return gate
     try:
         assignment_id = int(request.POST.get("assignment", ""))
     except ValueError:
-        return render(
-            request,
-            "ratinggame/rating_error.html",
-            {"message": "This form does not say which pair it rates. Open the next pair and try again."},
-            status=400,
-        )
+        messages.error(request, "This form did not say which pair it rates. Here is the pair to rate now.")
+        return redirect("annotators:play")
     value = request.POST.get("value", "")
     try:
         feedback_ = game.rating_submit(rater=request.user, assignment_id=assignment_id, value=value)
     except game.RatingRejected as rejected:
-        if rejected.code in {"too_early", "invalid_value"}:
-            # Same pair again (pair_serve returns the open assignment, served time unchanged),
-            # with the message and the choice the rater made.
-            served = game.pair_serve(rater=request.user)
-            if served is not None and served.assignment_id == assignment_id:
-                return rate_response(request, served, error=rejected.message, chosen=value, status=rejected.status)
-        return rejected_response(request, rejected)
+        if rejected.code in SAME_PAIR_AGAIN:
+            kept = value if value in {"1", "2", "3", "4", "5"} else ""
+            request.session[REFUSED_KEY] = {"assignment": assignment_id, "value": kept, "message": rejected.message}
+            return redirect("rate", stage=stage)
+        messages.error(request, rejected.message)
+        return redirect("annotators:play")
     return redirect("feedback", assignment_id=feedback_.assignment_id)
 
 
-def rate_response(
-    request: HttpRequest, served: "game.Served", *, error: str = "", chosen: str = "", status: int = 200
-) -> HttpResponse:
+def rate_response(request: HttpRequest, served: "game.Served", *, error: str = "", chosen: str = "") -> HttpResponse:
     now = timezone.now()
     # The wait is the server's min_submit_at minus the server's now: the page only counts it
     # down with the browser's monotonic clock, so a wrong clock on the rater's machine can
     # neither shorten nor lengthen it (and the server checks again on submit).
     wait_ms = max(0, round((served.min_submit_at - now).total_seconds() * 1000))
+    image = Image.objects.get(pairs=served.pair_id)
+    upcoming = next_pair_image(rater=request.user, served=served)
     context = {
         **guide_context(),
         "served": served,
@@ -108,9 +120,15 @@ def rate_response(
         "server_now_ms": round(now.timestamp() * 1000),
         "min_submit_ms": round(served.min_submit_at.timestamp() * 1000),
         "min_seconds": f"{journey.min_seconds(served.stage):g}",
+        "min_ms": round(journey.min_seconds(served.stage) * 1000),
+        "report_reasons": ReportReason.choices,
         "progress": progress.stage_progress(request.user, served.stage),
+        "image": image,
+        "original_url": image.file.url,
+        # Another caption of the same image needs nothing fetched.
+        "upcoming": display_image(upcoming) if upcoming is not None and upcoming.pk != image.pk else None,
     }
-    return render(request, "ratinggame/rate.html", context, status=status)
+    return render(request, "ratinggame/rate.html", context)
 
 
 @login_required
@@ -124,30 +142,53 @@ def feedback(request: HttpRequest, assignment_id: int) -> HttpResponse:
     return feedback_response(request, feedback_)
 
 
-def feedback_response(
-    request: HttpRequest, feedback_: "game.Feedback", *, dispute_form: DisputeForm | None = None, status: int = 200
-) -> HttpResponse:
+def feedback_response(request: HttpRequest, feedback_: "game.Feedback") -> HttpResponse:
     fb = feedback_
     next_step = progress.current_step(request.user)
     window = fb.window
+    rating = Rating.objects.select_related("pair__image").get(pk=fb.rating_id)
+    draft = request.session.pop(DISPUTE_DRAFT_KEY, None) or {}
+    if draft.get("assignment") != fb.assignment_id:
+        draft = {}
+    refusal = services.dispute_refusal(rating)
+    next_round = _round_after(request.user, rating) if fb.transition == "probation_failed" else ""
+    outcome = outcome_for(fb, next_round=next_round)
     context = {
         **guide_context(),
         "fb": fb,
         "stage": fb.stage,
-        "pair": CaptionPair.objects.select_related("image").filter(pk=fb.pair_id).first(),
+        "pair": rating.pair,
         "points_class": "good" if fb.points > 0 else "bad" if fb.points < 0 else "zero",
         "value_short": SHORT.get(fb.value, ""),
         "reference_short": SHORT.get(fb.reference, ""),
-        "show_window": window is not None and (window.count < window.size or fb.transition in WINDOW_TRANSITIONS),
-        "outcome": outcome_for(fb),
-        "announce": announcement(fb),
+        "consensus_from": consensus_source(rating.feedback.get("consensus_of")),
+        # A failed window has the outcome box instead (its ratings no longer count).
+        "show_window": window is not None and (window.open or fb.transition == "window_passed"),
+        "outcome": outcome,
+        "announce": announcement(fb, outcome),
         "continue_label": CONTINUE_LABELS.get(next_step, "Continue") if fb.transition else "Next pair",
-        "dispute_form": dispute_form or DisputeForm(),
+        "disputes": rating.disputes.order_by("-created_at", "-id"),
+        "dispute_offered": refusal is None,
+        "dispute_form": DisputeForm(initial={"comment": draft.get("comment", "")}),
+        "dispute_errors": draft.get("errors", []),
     }
-    return render(request, "ratinggame/feedback.html", context, status=status)
+    return render(request, "ratinggame/feedback.html", context)
 
 
-WINDOW_TRANSITIONS = frozenset({"window_passed", "window_failed"})
+def consensus_source(consensus_of: list[int] | None) -> str:
+    """Whose ratings made the consensus a game rating was scored against, in words (SPEC 3-4):
+    other players, the model's estimate (its primes, before two players have rated), or both."""
+    if not consensus_of:
+        return "the consensus"
+    players, primes = consensus_of
+    others = f"{players} other player{'s' if players != 1 else ''}"
+    if players and primes:
+        return f"the consensus of {others} and the model's estimate"
+    if players:
+        return f"the consensus of {others}"
+    return "the model's estimate (no other player has rated this pair yet)"
+
+
 CONTINUE_LABELS = {
     Step.TUTORIAL: "Next pair",
     Step.PROBATION: "Start probation",
@@ -156,8 +197,24 @@ CONTINUE_LABELS = {
 }
 
 
-def outcome_for(fb: "game.Feedback") -> dict | None:
-    """Title and text of the end of a stage (tutorial, probation round, qualification window)."""
+def _round_after(user, rating: Rating) -> str:
+    """What the probation round that follows a failed one holds, in words (SPEC 2.2)."""
+    after = progress.probation_round_after_failing(progress.profile_for(user), rating.submitted_at)
+    if after is None:
+        return "A new round starts next."
+    following, repeats = after
+    size = len(following.pair_order)
+    if not repeats:
+        return f"Next: round {following.number}, {size} pairs you have not rated before."
+    return (
+        f"Next: round {following.number}, {size} pairs: {size - repeats} you have not rated before and {repeats} "
+        "you rated longest ago (there are not enough new ones left)."
+    )
+
+
+def outcome_for(fb: "game.Feedback", *, next_round: str = "") -> dict | None:
+    """Title and text of the end of a stage (tutorial, probation round, qualification window);
+    ``next_round`` says what the next probation round holds, after a failed one."""
     window = fb.window
     pairs = (fb.stage_max or 0) // 2
     tutorial_mark = journey.tutorial_pass_mark(pairs)
@@ -185,7 +242,7 @@ def outcome_for(fb: "game.Feedback") -> dict | None:
             "bad",
             "Probation round finished: another round next",
             f"You scored {fb.stage_total} of {fb.stage_max} points, fewer than the {probation_mark} needed. "
-            "A new round starts next, in a new order.",
+            f"{next_round}",
         ),
     }
     if window is not None:
@@ -207,7 +264,7 @@ def outcome_for(fb: "game.Feedback") -> dict | None:
     return {"tone": tone, "title": title, "text": text}
 
 
-def announcement(fb: "game.Feedback") -> str:
+def announcement(fb: "game.Feedback", outcome: dict | None) -> str:
     """One sentence for screen readers, announced by feedback.js through an aria-live region."""
     points = f"{fb.points:+d} points" if fb.points else "0 points"
     if fb.stage == "game":
@@ -219,34 +276,67 @@ def announcement(fb: "game.Feedback") -> str:
     else:
         said = f"You rated {fb.value}. Expert rating {fb.reference}. {points}."
         said += f" Total {fb.stage_total} of {fb.stage_max}."
-    outcome = outcome_for(fb)
     if outcome:
         said += f" {outcome['title']}."
     return said
 
 
+# A dispute the rater could not file, kept in the session for the feedback page it goes back to.
+DISPUTE_DRAFT_KEY = "dispute_draft"
+
+
 @login_required
 @require_POST
 def dispute(request: HttpRequest, assignment_id: int) -> HttpResponse:
-    """'Dispute this score' on a game feedback screen: files a Dispute for an admin to resolve."""
+    """'Dispute this score' on a game feedback screen: files a Dispute for an admin to resolve.
+
+    Answers with a redirect to the feedback page either way; a refused dispute comes back there
+    with the reason and the comment as typed.
+    """
     if gate := step_gate(request.user, PLAYING_STEPS):
         return gate
     try:
         feedback_ = game.feedback_for(rater=request.user, assignment_id=assignment_id)
     except game.RatingRejected as rejected:
-        return rejected_response(request, rejected)
+        messages.error(request, rejected.message)
+        return redirect("annotators:play")
     form = DisputeForm(request.POST)
-    if feedback_.stage != "game":
-        form.add_error(None, "Only game scores can be disputed: tutorial and probation use expert ratings.")
-    if not form.is_valid():
-        return feedback_response(request, feedback_, dispute_form=form, status=400)
-    try:
-        services.dispute_file(rater=request.user, rating_id=feedback_.rating_id, comment=form.cleaned_data["comment"])
-    except ValidationError as error:
-        form.add_error(None, error)
-        return feedback_response(request, feedback_, dispute_form=form, status=400)
-    messages.success(request, "Your dispute is filed. An admin will look at it.")
+    errors: list[str] = []
+    if form.is_valid():
+        try:
+            services.dispute_file(
+                rater=request.user, rating_id=feedback_.rating_id, comment=form.cleaned_data["comment"]
+            )
+        except ValidationError as error:
+            errors = error.messages
+    else:
+        errors = [message for field_errors in form.errors.values() for message in field_errors]
+    if errors:
+        draft = {"assignment": assignment_id, "comment": request.POST.get("comment", ""), "errors": errors}
+        request.session[DISPUTE_DRAFT_KEY] = draft
+    else:
+        messages.success(request, "Your dispute is filed. An admin will look at it; the outcome will show here.")
     return redirect("feedback", assignment_id=assignment_id)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def data_delete(request: HttpRequest) -> HttpResponse:
+    """ "Delete my data": withdraw from the study, after a confirmation (ratinggame.game.withdrawal)."""
+    if request.method == "POST":
+        if request.POST.get("confirm") != "yes":
+            messages.error(request, "Tick the box to confirm that you want to withdraw.")
+            return redirect("data_delete")
+        excluded = rater_withdraw(user=request.user)
+        logout(request)
+        messages.success(
+            request,
+            f"You have withdrawn: {excluded} rating{'s' if excluded != 1 else ''} no longer count, and your account "
+            "is anonymised and closed. Thank you for taking part.",
+        )
+        return redirect("home")
+    ratings = Rating.objects.filter(rater=request.user, excluded=False).count()
+    return render(request, "ratinggame/data_delete.html", {"ratings": ratings})
 
 
 def rejected_response(request: HttpRequest, rejected: "game.RatingRejected") -> HttpResponse:

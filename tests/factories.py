@@ -138,8 +138,10 @@ def rating_record(
     points: int = 0,
     excluded: bool = False,
     submitted_at=None,
+    reference: int | None = None,
 ):
-    """An Assignment and its Rating with ``points``, submitted ``seconds`` after serving.
+    """An Assignment and its Rating with ``points`` (and the consensus or expert rating shown,
+    ``reference``), submitted ``seconds`` after serving.
 
     Without ``submitted_at`` each call is one minute after the previous one (from 30 days
     ago), so ratings made in a row are in submission order with distinct times.
@@ -173,6 +175,7 @@ def rating_record(
         served_at=served_at,
         submitted_at=submitted_at,
         points=points,
+        reference=reference,
         excluded=excluded,
     )
 

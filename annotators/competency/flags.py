@@ -29,9 +29,11 @@ Flag                Raised when                                                 
 ``straight_liner``  longest run of identical consecutive ratings >= STRAIGHT_RUN,    STRAIGHT_RUN (15),
                     or (with MIN_RATINGS ratings) the most frequent value's share    STRAIGHT_VALUE_SHARE (0.8)
                     >= STRAIGHT_VALUE_SHARE
-``prime_copier``    at least MIN_RATINGS game ratings on pairs with a model prime,   PRIME_COPIER_SHARE (0.8)
-                    and the share equal to the pair's first prime rounded half up
-                    >= PRIME_COPIER_SHARE
+``prime_copier``    at least MIN_RATINGS game ratings on pairs with a model prime    PRIME_COPIER_SHARE (0.8),
+                    and a consensus of other raters; the share equal to the pair's   PRIME_COPIER_MARGIN
+                    first prime rounded half up >= PRIME_COPIER_SHARE, and that      (0.25)
+                    share exceeds the share equal to the consensus by at least
+                    PRIME_COPIER_MARGIN
 ``low_agreement``   at least MIN_RATINGS ratings with a reference, and the exact     LOW_AGREEMENT_RATE (0.7)
                     + adjacent agreement rate < LOW_AGREEMENT_RATE
 ==================  ===============================================================  ===========================
@@ -41,7 +43,11 @@ Why these defaults: the delay floor is 3 s and reading a caption against an imag
 longer, so a median under 5 s or half the ratings at the floor is not reading; a rater picking
 at random agrees exactly or adjacently with a consensus of 3 about 60% of the time (3 of 5
 values), and less for consensus 1 or 5, so below 70% is close to chance. An honest rater
-agrees with a model prime only as often as the model agrees with people, well under 80%.
+agrees with a model prime only as often as the model agrees with people; where the primes are
+good, an honest rater matches them often, and matches the people's consensus just as often. A
+copier matches the prime every time but the consensus only as often as the model does, so the
+flag needs both: the prime matched at least 80% of the time, and 25 points more often than the
+consensus of the same pairs.
 """
 
 from dataclasses import dataclass, field
@@ -90,6 +96,7 @@ class RaterStats:
     modal_share: float | None
     primed_ratings: int
     prime_equal_share: float | None
+    prime_over_consensus: float | None
     open_disputes: int
     flags: list[str] = field(default_factory=list)
     competency: float | None = None  # from the latest PCM analysis, filled by the caller
@@ -221,7 +228,12 @@ def flags_for(stats: RaterStats, thresholds: dict) -> list[str]:
         stats.ratings >= minimum and stats.modal_share >= thresholds["STRAIGHT_VALUE_SHARE"]
     ):
         flags.append("straight_liner")
-    if stats.primed_ratings >= minimum and stats.prime_equal_share >= thresholds["PRIME_COPIER_SHARE"]:
+    if (
+        stats.primed_ratings >= minimum
+        and stats.prime_equal_share >= thresholds["PRIME_COPIER_SHARE"]
+        and stats.prime_over_consensus is not None
+        and stats.prime_over_consensus >= thresholds["PRIME_COPIER_MARGIN"]
+    ):
         flags.append("prime_copier")
     if stats.rated_with_reference >= minimum and stats.agreement_rate < thresholds["LOW_AGREEMENT_RATE"]:
         flags.append("low_agreement")
@@ -285,6 +297,7 @@ def rater_statistics(profile_ids: list[int] | None = None) -> list[RaterStats]:
             modal_share=_none(stats.modal_share[i]),
             primed_ratings=int(stats.n_primed[i]),
             prime_equal_share=_none(stats.prime_equal_share[i]),
+            prime_over_consensus=_none(stats.prime_over_consensus[i]),
             open_disputes=disputes.get(profile.user_id, 0),
         )
         row.flags = flags_for(row, thresholds)

@@ -74,6 +74,11 @@ class GroupStats:
     modal_share: np.ndarray  # share of the rater's most frequent rating value
     n_primed: np.ndarray  # game ratings on a pair with a first model prime
     prime_equal_share: np.ndarray
+    # Of the primed game ratings that also have a consensus of other raters: how much more often
+    # the rating equals the prime than the consensus (share equal to the prime minus share equal
+    # to the consensus; NaN without such ratings).
+    n_primed_compared: np.ndarray
+    prime_over_consensus: np.ndarray
 
 
 def _rate(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
@@ -140,6 +145,9 @@ def group_stats(
     primed = is_game & np.isfinite(prime)
     prime_equal = primed & (value == np.nan_to_num(round_half_up(prime)))
     n_primed = count(primed)
+    compared = primed & has_reference
+    n_compared = count(compared)
+    prime_over_consensus = _rate(count(compared & prime_equal) - count(compared & (distance == 0)), n_compared)
     by_value = np.bincount(group * 5 + (value - 1), minlength=n_groups * 5).reshape(n_groups, 5)
     return GroupStats(
         n=n,
@@ -155,4 +163,6 @@ def group_stats(
         modal_share=_rate(by_value.max(axis=1), n),
         n_primed=n_primed.astype(np.int64),
         prime_equal_share=_rate(count(prime_equal), n_primed),
+        n_primed_compared=n_compared.astype(np.int64),
+        prime_over_consensus=prime_over_consensus,
     )

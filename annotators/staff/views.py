@@ -63,28 +63,34 @@ def _plain(value: object) -> str:
     return "–" if value is None else str(value)
 
 
-# (key, heading, formatter): the sortable columns of the rater table, in order.
+# (key, heading, formatter, what the column means): the sortable columns of the rater table, in
+# order. The meaning is the heading's tooltip and the table's legend.
 COLUMNS = (
-    ("username", "Rater", _plain),
-    ("state", "State", _plain),
-    ("tutorial_score", "Tutorial (of 20)", _plain),
-    ("probation_rounds", "Probation rounds", _plain),
-    ("game_score", "Game score", _plain),
-    ("ratings", "Ratings", _plain),
-    ("exact_rate", "Exact", _percent),
-    ("adjacent_rate", "Adjacent", _percent),
-    ("lack_rate", "Lack", _percent),
-    ("mean_abs_deviation", "Mean |r − c|", lambda v: _number(v, 2)),
-    ("median_seconds", "Median s", _number),
-    ("near_floor_share", "At floor", _percent),
-    ("longest_run", "Longest run", _plain),
-    ("prime_equal_share", "= prime", _percent),
-    ("open_disputes", "Open disputes", _plain),
-    ("competency", "Competency (logits)", lambda v: _number(v, 2)),
-    ("rater_quality", "DS accuracy", _percent),
-    ("flag_count", "Flags", _plain),
+    ("username", "Rater", _plain, "The rater's username; open it for their timeline, ratings and actions."),
+    ("state", "State", _plain, "Where the rater is: tutorial, probation, game or suspended."),
+    ("tutorial_score", "Tutorial", _plain, "Tutorial score out of 20 (the training score); – before it ends."),
+    ("probation_rounds", "Probation rounds", _plain, "Probation rounds started (each one is 20 pairs)."),
+    ("game_score", "Game score", _plain, "Game points now (reset to 0 by a failed qualification window)."),
+    ("ratings", "Ratings", _plain, "Ratings given, every stage, excluded ones too."),
+    ("exact_rate", "Exact", _percent, "Share of compared ratings equal to the reference."),
+    ("adjacent_rate", "Adjacent", _percent, "Share of compared ratings one level off the reference."),
+    ("lack_rate", "Lack", _percent, "Share of compared ratings two or more levels off the reference."),
+    ("mean_abs_deviation", "Mean |r − c|", lambda v: _number(v, 2), "Mean distance from the reference, in levels."),
+    ("median_seconds", "Median s", _number, "Median seconds between being shown a pair and rating it."),
+    ("near_floor_share", "At floor", _percent, "Share of ratings within 1 second of the minimum time per rating."),
+    ("longest_run", "Longest run", _plain, "Most identical ratings in a row."),
+    ("prime_equal_share", "= prime", _percent, "Share of game ratings equal to the pair's first model prime, rounded."),
+    ("open_disputes", "Open disputes", _plain, "Disputes of this rater waiting for an answer."),
+    ("competency", "Competency", lambda v: _number(v, 2), "Competency in logits, from the latest analysis."),
+    (
+        "rater_quality",
+        "DS accuracy",
+        _percent,
+        "Expected share of this rater's ratings at the true level (Dawid-Skene model, latest analysis).",
+    ),
+    ("flag_count", "Flags", _plain, "Behaviour that deserves a look (the rules are below the table)."),
 )
-SORT_KEYS = {key for key, _, _ in COLUMNS}
+SORT_KEYS = {key for key, *_ in COLUMNS}
 
 
 def _sort_value(stats: RaterStats, key: str) -> object:
@@ -120,7 +126,7 @@ def _filtered_sorted(rows: list[RaterStats], params: dict) -> tuple[list[RaterSt
 
 def _headers(params: dict, sort: str) -> list[dict]:
     headers = []
-    for key, label, _ in COLUMNS:
+    for key, label, _, meaning in COLUMNS:
         current = sort.lstrip("-") == key
         descending = sort.startswith("-")
         next_sort = f"-{key}" if current and not descending else key
@@ -128,6 +134,7 @@ def _headers(params: dict, sort: str) -> list[dict]:
         headers.append(
             {
                 "label": label,
+                "meaning": meaning,
                 "url": "?" + urlencode(query),
                 "aria_sort": ("descending" if descending else "ascending") if current else "none",
             }
@@ -165,7 +172,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     table = [
         {
             "stats": r,
-            "cells": [fmt(_sort_value(r, key) if key != "username" else r.username) for key, _, fmt in COLUMNS],
+            "cells": [fmt(_sort_value(r, key) if key != "username" else r.username) for key, _, fmt, _ in COLUMNS],
             "flags": [(f, FLAG_LABELS[f]) for f in r.flags],
         }
         for r in rows

@@ -14,7 +14,8 @@ but not where they are nor the setting; 2 has errors but still gives an idea of 
 picture; 1 gets the objects or the idea wrong. Every explanation quotes the level it applies.
 
 The tutorial is ordered to teach (a clear 5 and a clear 1 first, then the finer
-distinctions); probation is balanced, four pairs per level. Each game caption carries the
+distinctions); probation is balanced, twelve pairs per level: 60 pairs, so three probation
+rounds of 20 never show a rater a pair twice (SPEC 2.2). Each game caption carries the
 ``level`` it was written for: the demo has no model weights to prime its game pairs with
 (SPEC section 4), so ``ratinggame.demo.loader`` primes them from these levels, under a model
 identity that says so, and its demo crowd rates around them. Game pairs carry the reference

@@ -45,8 +45,10 @@ def assign_rank_for(*, human_count: int, human_sum: int, human_sumsq: int, in_fl
 
 
 def pair_rank_refresh(pair: CaptionPair) -> None:
-    """Set ``pair.assign_rank`` from its counters (the caller holds the row lock and saves)."""
-    if pair.pool != Pool.GAME:
+    """Set ``pair.assign_rank`` from its counters (the caller holds the row lock and saves).
+
+    A pair withdrawn after reports (``ratinggame.game.reports``) takes no more raters."""
+    if pair.pool != Pool.GAME or pair.withdrawn_at is not None:
         pair.assign_rank = None
         return
     pair.assign_rank = assign_rank_for(

@@ -322,6 +322,7 @@ def _submit_game(rater, profile: RaterProfile, assignment: Assignment, value: in
     pair = CaptionPair.objects.select_for_update().get(pk=assignment.pair_id)
 
     before = in_force(pair)
+    consensus_of = [pair.human_count, before.count - pair.human_count]  # other players, model primes
     first_rater = before.count == 0
     points = 0 if first_rater else player_score_from_aggregates(value, before.count, before.total, before.total_sq)
     reference = consensus_from_aggregates(before.count, before.total)
@@ -346,6 +347,7 @@ def _submit_game(rater, profile: RaterProfile, assignment: Assignment, value: in
         "stage_max": None,
         "transition": transition,
         "first_rater": first_rater,
+        "consensus_of": consensus_of,
         "window": [window.count, window.points],
     }
     feedback = _rating_store(assignment, value, points, reference, shown, profile, now)

@@ -21,8 +21,11 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_safe
 
 # images/ab/<64 hex>.<ext>, optionally with the 7-character suffix Django's storage adds when a
-# name is taken (two writers of the same content at once).
-IMAGE_PATH = re.compile(r"images/[0-9a-f]{2}/[0-9a-f]{64}(?:_[A-Za-z0-9]{7})?\.(?:jpg|png|webp|gif|bmp|img)")
+# name is taken (two writers of the same content at once); display copies add "-<long side>"
+# (images/ab/<64 hex>-480.webp, ratinggame.pairs.derivatives).
+IMAGE_PATH = re.compile(
+    r"images/[0-9a-f]{2}/[0-9a-f]{64}(?:_[A-Za-z0-9]{7})?(?:-[0-9]{1,4})?\.(?:jpg|png|webp|gif|bmp|img)"
+)
 CACHE_CONTROL = "public, max-age=31536000, immutable"
 
 

@@ -6,6 +6,7 @@ from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
 
 from ratinggame.models import CaptionPair, Image, Pool, PrimingStatus
+from ratinggame.pairs.derivatives import derivatives_request
 from ratinggame.pairs.images import CheckedImage
 from scoring.priming.queue import priming_request
 
@@ -32,6 +33,7 @@ def image_store(*, checked: CheckedImage, original_name: str = "", source: str =
         # Another writer stored the same content first: use theirs, drop our file copy.
         image.file.delete(save=False)
         return Image.objects.get(sha256=checked.sha256), False
+    derivatives_request(image=image)
     return image, True
 
 

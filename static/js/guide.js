@@ -1,4 +1,9 @@
-/* The Rating Guide dialog: opened by its button or the G key, closed by Escape or its button. */
+/* The Rating Guide: opened by its button or the G key, closed by G, Escape or its button.
+
+On a wide screen it opens as a side panel on the right (a non-modal dialog), so the image on the
+left stays in view and the keys 1-5 still choose a rating; on a narrow screen, where a panel
+would cover everything anyway, as a modal dialog.
+*/
 (function () {
   "use strict";
 
@@ -6,6 +11,7 @@
   if (!dialog || typeof dialog.showModal !== "function") {
     return; // the <noscript> link to the introduction stays the way to the scale
   }
+  var wide = window.matchMedia("(min-width: 60rem)");
   var opener = null;
 
   function open() {
@@ -13,7 +19,12 @@
       return;
     }
     opener = document.activeElement;
-    dialog.showModal();
+    dialog.classList.toggle("side", wide.matches);
+    if (wide.matches) {
+      dialog.show();
+    } else {
+      dialog.showModal();
+    }
   }
 
   document.querySelectorAll("[data-guide-open]").forEach(function (button) {
@@ -27,7 +38,7 @@
       opener.focus();
     }
   });
-  // A click on the backdrop (outside the guide's body) closes it.
+  // A click on the backdrop (outside the guide's body) closes the modal guide.
   dialog.addEventListener("click", function (event) {
     if (event.target === dialog) {
       dialog.close();
@@ -35,15 +46,14 @@
   });
 
   document.addEventListener("keydown", function (event) {
-    if (event.key !== "g" && event.key !== "G") {
-      return;
-    }
-    if (dialog.open) {
+    var isG = event.key === "g" || event.key === "G";
+    if (dialog.open && (event.key === "Escape" || (isG && !window.RatingKeys.typing(event)))) {
+      // Escape closes a modal dialog by itself, not a side panel.
       event.preventDefault();
       dialog.close();
       return;
     }
-    if (window.RatingKeys.ignored(event)) {
+    if (!isG || window.RatingKeys.ignored(event)) {
       return;
     }
     event.preventDefault();

@@ -1,8 +1,11 @@
-/* The rating screen: the minimum-time countdown and the keys 1-5 (choose) and Enter (submit).
+/* The rating screen: the minimum-time countdown, the keys 1-5 (choose) and Enter (submit), the
+chosen level's words on a phone, and the next pair's image fetched ahead.
 
-The wait is what the server rendered (its min_submit_at minus its own now), counted down with
-performance.now(), a monotonic clock: the rater's wall clock plays no part, and the server
-checks the delay again on submit.
+The countdown starts when the image has loaded, so a slow connection never unlocks Submit over
+a half-painted picture: the rater gets the full minimum time (data-min-ms) with the image on
+screen, and never less than the server's own floor (its min_submit_at minus its now), which the
+server checks again on submit. Both are counted with performance.now(), a monotonic clock: the
+rater's wall clock plays no part.
 */
 (function () {
   "use strict";
@@ -16,10 +19,14 @@ checks the delay again on submit.
   var seconds = document.getElementById("countdown-seconds");
   var bar = document.getElementById("countdown-bar");
   var countdown = document.getElementById("countdown");
+  var image = document.getElementById("pair-image");
+  var chosen = document.getElementById("choice-chosen");
 
-  var wait = Math.max(0, Number(form.dataset.minSubmitMs) - Number(form.dataset.serverNowMs)) || 0;
-  var started = performance.now();
+  var rendered = performance.now();
+  var serverWait = Math.max(0, Number(form.dataset.minSubmitMs) - Number(form.dataset.serverNowMs)) || 0;
+  var minimum = Number(form.dataset.minMs) || 0;
   var ready = false;
+  var counting = false;
 
   function becomeReady() {
     ready = true;
@@ -30,22 +37,68 @@ checks the delay again on submit.
     status.textContent = "You can submit your rating now.";
   }
 
-  function tick() {
-    var left = wait - (performance.now() - started);
-    if (left <= 0) {
-      becomeReady();
+  function startCountdown(message) {
+    if (counting) {
       return;
     }
-    seconds.textContent = (left / 1000).toFixed(1) + " s";
-    bar.style.width = (100 * (1 - left / wait)).toFixed(1) + "%";
-    window.setTimeout(tick, 100);
+    counting = true;
+    var started = performance.now();
+    var wait = Math.max(minimum, serverWait - (started - rendered));
+    if (message) {
+      status.textContent = message;
+    }
+    function tick() {
+      var left = wait - (performance.now() - started);
+      if (left <= 0) {
+        becomeReady();
+        return;
+      }
+      seconds.textContent = (left / 1000).toFixed(1) + " s";
+      bar.style.width = (100 * (1 - left / wait)).toFixed(1) + "%";
+      window.setTimeout(tick, 100);
+    }
+    if (wait > 0) {
+      tick();
+    } else {
+      becomeReady();
+    }
   }
 
-  if (wait > 0) {
-    submit.disabled = true;
-    tick();
+  // Fetch the next pair's image while this one is looked at; the browser picks the same copy
+  // from srcset as it will on the next screen, and keeps it in its cache.
+  function prefetchNext() {
+    if (!form.dataset.nextSrc) {
+      return;
+    }
+    var next = new Image();
+    next.sizes = image.sizes;
+    if (form.dataset.nextSrcset) {
+      next.srcset = form.dataset.nextSrcset;
+    }
+    next.src = form.dataset.nextSrc;
+  }
+
+  submit.disabled = true;
+  seconds.textContent = "…";
+  if (image.complete && image.naturalWidth > 0) {
+    startCountdown();
+    prefetchNext();
   } else {
-    becomeReady();
+    image.addEventListener("load", function () {
+      startCountdown();
+      prefetchNext();
+    });
+    image.addEventListener("error", function () {
+      startCountdown("The image did not load. If it stays broken, report the pair below.");
+    });
+  }
+
+  function showChosen() {
+    var radio = form.querySelector('input[name="value"]:checked');
+    if (chosen && radio) {
+      var words = radio.parentElement.querySelector(".choice-text");
+      chosen.textContent = radio.value + ": " + (words ? words.textContent : "");
+    }
   }
 
   function choose(value) {
@@ -53,8 +106,11 @@ checks the delay again on submit.
     if (radio) {
       radio.checked = true;
       radio.focus();
+      showChosen();
     }
   }
+
+  form.addEventListener("change", showChosen);
 
   function trySubmit() {
     if (!ready) {

@@ -66,20 +66,22 @@ def test_filing_a_dispute_on_an_excluded_rating_is_refused_with_a_reason():
     assert not Dispute.objects.exists()
 
 
-def test_the_feedback_page_refuses_the_dispute_and_says_why(client):
+def test_the_feedback_page_does_not_offer_the_dispute_and_refuses_it_with_the_reason(client):
     user = rater_in_the_window()
     rating = fail_the_window(user)
     client.force_login(user)
+    feedback = reverse("feedback", args=[rating.assignment_id])
+    assert "Dispute this score" not in client.get(feedback).content.decode()
     response = client.post(reverse("dispute", args=[rating.assignment_id]), {"comment": "Unfair."})
-    assert response.status_code == 400
-    assert "can no longer be disputed" in response.content.decode()
+    assert response["Location"] == feedback
+    assert "can no longer be disputed" in client.get(feedback).content.decode()
     assert not Dispute.objects.exists()
 
 
 def test_a_counted_game_rating_can_still_be_disputed():
     user = rater_in_the_window()
     pair = CaptionPairFactory(pool=Pool.GAME)
-    rating = rating_record(rater=user, pair=pair, value=2, points=-1, stage="game")
+    rating = rating_record(rater=user, pair=pair, value=2, points=-1, stage="game", reference=4)
     assert dispute_file(rater=user, rating_id=rating.pk, comment="Look again.").status == DisputeStatus.OPEN
 
 

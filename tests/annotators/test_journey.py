@@ -125,7 +125,7 @@ def game_rating(user, value, clock):
 
 
 def test_a_rater_disputes_only_their_own_game_rating_once():
-    game_pairs(2)
+    game_pairs(2, primes=[4.0, 4.0])
     owner, other, clock = rater(RaterState.GAME), rater(RaterState.GAME), Clock()
     rating = game_rating(owner, 3, clock)
     dispute = services.dispute_file(rater=owner, rating_id=rating.pk, comment="  The consensus looks wrong.  ")
@@ -147,6 +147,36 @@ def test_tutorial_ratings_cannot_be_disputed():
         services.dispute_file(rater=user, rating_id=feedback.rating_id, comment="the expert is wrong")
 
 
+# --- Probation rounds (SPEC 2.2: a retry measures skill, not memory) ------------------------
+
+
+def fail_a_probation_round(user, clock: Clock) -> list[int]:
+    """Rate a whole round one level off the experts' 3 (1 point each: 20 of 40, a fail); its pair ids."""
+    return [rate_next(user, 4, clock)[0].pair_id for _ in range(journey.PROBATION_SIZE)]
+
+
+def test_a_new_probation_round_draws_pairs_not_rated_before_then_those_rated_longest_ago():
+    probation_pairs(45)
+    user, clock = rater(RaterState.PROBATION), Clock()
+    first = fail_a_probation_round(user, clock)
+    second = fail_a_probation_round(user, clock)
+    # 45 pairs: the second round is 20 pairs the rater never rated.
+    assert len(set(first) | set(second)) == 40
+    third = progress.probation_round_current(progress.profile_for(user)).pair_order
+    # Only 5 are new; the other 15 are the first round's first 15, rated longest ago.
+    assert len(set(third) - set(first) - set(second)) == 5
+    assert set(third) & set(first) == set(first[:15])
+    assert not set(third) & set(second)
+
+
+def test_with_twenty_probation_pairs_every_round_repeats_them_in_another_order():
+    probation_pairs(20)
+    user, clock = rater(RaterState.PROBATION), Clock()
+    first = fail_a_probation_round(user, clock)
+    second = progress.probation_round_current(progress.profile_for(user)).pair_order
+    assert sorted(second) == sorted(first) and second != first
+
+
 # --- Leaderboard and personal statistics ----------------------------------------------------
 
 
@@ -155,7 +185,8 @@ def test_leaderboard_orders_by_score_and_leaves_out_who_opted_out():
     rater(RaterState.GAME, game_score=900, display_name="")
     rater(RaterState.GAME, game_score=5000, display_name="Hidden", on_leaderboard=False)
     rater(RaterState.GAME, game_score=0, display_name="Zero")
-    assert services.leaderboard(period="all") == [
+    board = services.leaderboard(period="all")
+    assert [{key: row[key] for key in ("rank", "name", "points", "level")} for row in board] == [
         {"rank": 1, "name": "Anonymous rater", "points": 900, "level": 2},
         {"rank": 2, "name": "Ada", "points": 300, "level": 2},
     ]
@@ -169,7 +200,9 @@ def test_weekly_leaderboard_counts_only_last_weeks_counted_game_points():
     game_rating(user, 4, clock)  # 2 points, ten days ago
     clock.now = timezone.now() - timedelta(minutes=5)
     recent = [game_rating(user, 4, clock) for _ in range(2)]  # 2 + 2 points this week
-    assert services.leaderboard(period="week") == [{"rank": 1, "name": "Ada", "points": 4, "level": 1}]
+    assert services.leaderboard(period="week") == [
+        {"rank": 1, "name": "Ada", "points": 4, "level": 1, "profile_id": user.rater.pk}
+    ]
     Rating.objects.filter(pk=recent[0].pk).update(excluded=True)
     assert services.leaderboard(period="week")[0]["points"] == 2
 
@@ -179,7 +212,9 @@ def test_the_weekly_board_shows_the_raters_level_and_no_board_shows_suspended_ra
     veteran = rater(RaterState.GAME, game_score=1200, display_name="Veteran")
     game_rating(veteran, 4, Clock(timezone.now() - timedelta(minutes=5)))  # 2 points this week
     # Ranked by this week's 2 points, at the level of the 1202-point game score.
-    assert services.leaderboard(period="week") == [{"rank": 1, "name": "Veteran", "points": 2, "level": 3}]
+    assert services.leaderboard(period="week") == [
+        {"rank": 1, "name": "Veteran", "points": 2, "level": 3, "profile_id": veteran.rater.pk}
+    ]
     rater(RaterState.SUSPENDED, game_score=5000, display_name="Suspended")
     assert [row["name"] for row in services.leaderboard(period="all")] == ["Veteran"]
     RaterProfile.objects.filter(user=veteran).update(state=RaterState.SUSPENDED)

@@ -3,6 +3,7 @@ the one state machine behind every page, suspension, disputes, leaderboard, and 
 
 import re
 from datetime import timedelta
+from html import unescape
 from html.parser import HTMLParser
 
 import pytest
@@ -61,7 +62,11 @@ def look_long_enough(user, seconds: float = 4) -> None:
 
 
 def open_assignment_id(response) -> int:
-    match = re.search(r'name="assignment" value="(\d+)"', response.content.decode())
+    return open_assignment_id_in(response.content.decode())
+
+
+def open_assignment_id_in(html: str) -> int:
+    match = re.search(r'name="assignment" value="(\d+)"', html)
     assert match, "the rating form carries its assignment"
     return int(match.group(1))
 
@@ -165,7 +170,7 @@ def test_signup_consent_tutorial_feedback_then_game(client, tutorial):
     assert client.get(reverse("annotators:play"))["Location"] == reverse("rate", args=["game"])
     game_page = body(client.get(reverse("rate", args=["game"])))
     assert "Rating game" in game_page
-    assert "Qualification: 0 of 20 ratings, 0 of 25 points needed" in game_page
+    assert "Qualification: 0 of 20 ratings · 0 points so far, 25 needed" in game_page
     assert RaterProfile.objects.get(user=user).tutorial_score == 10
 
 
@@ -223,6 +228,8 @@ def test_whole_journey_through_the_pages(client, tutorial):
     # Probation round 1: one step off every time, 20 of 40 -> a new round.
     pages = play_stage(client, user, "probation", 20, lambda p: p.expert_rating + 1 if p.expert_rating < 5 else 4)
     assert "20 of 40" in pages[-1] and "25 needed" in pages[-1]
+    # With only 20 probation pairs the next round can only repeat them, and the page says so.
+    assert "Next: round 2, 20 pairs: 0 you have not rated before and 20 you rated longest ago" in pages[-1]
     assert client.get(reverse("annotators:play"))["Location"] == reverse("rate", args=["probation"])
     assert "Probation round 2" in body(client.get(reverse("rate", args=["probation"])))
     # Round 2: exact every time, 40 of 40 -> the game.
@@ -259,6 +266,10 @@ def test_whole_journey_through_the_pages(client, tutorial):
     play_stage(client, user, "probation", 20, lambda p: p.expert_rating)
     pages = play_stage(client, user, "game", 20, lambda p: 4)
     assert "Qualification passed" in pages[-1]
+    # Words that read right once passed: "Qualified", never "40 of 25 points needed".
+    assert '<span class="window-text">Qualified</span>' in pages[-1]
+    CaptionPairFactory(pool=Pool.GAME)
+    assert "Qualified" in body(client.get(reverse("rate", args=["game"])))
     rated = list(Rating.objects.filter(rater=user, stage="game").values_list("pair_id", flat=True))
     assert len(rated) == len(set(rated)) == 40  # never the same pair twice
     profile.refresh_from_db()
@@ -307,25 +318,29 @@ def test_suspended_rater_sees_a_clear_page_and_cannot_rate(client, tutorial):
     assert "Your account is suspended" in body(page)
 
     response = client.post(reverse("rate", args=["tutorial"]), {"assignment": assignment_id, "value": 3})
-    assert response.status_code == 403
-    assert "Your account is suspended" in body(response)
+    assert response["Location"] == reverse("annotators:suspended")
     assert not Rating.objects.filter(rater=user).exists()
 
 
 # --- Rejections: clear messages, right status codes, nothing stored --------------------------
 
 
-def test_early_submit_shows_the_message_and_stores_nothing(client, tutorial):
+def test_early_submit_redirects_to_the_pair_with_the_message_and_the_choice(client, tutorial):
     user = rater()
     client.force_login(user)
     assignment_id = open_assignment_id(client.get(reverse("rate", args=["tutorial"])))
     response = client.post(reverse("rate", args=["tutorial"]), {"assignment": assignment_id, "value": "4"})
-    assert response.status_code == 400
-    html = body(response)
+    # Post/redirect/get: reloading what follows sends no rating again.
+    assert response["Location"] == reverse("rate", args=["tutorial"])
+    html = body(client.get(response["Location"]))
     assert "Take at least 3 seconds to look at the pair before rating it." in html
     # The same pair again, with the rater's choice kept.
-    assert open_assignment_id(response) == assignment_id
+    assert open_assignment_id_in(html) == assignment_id
     assert re.search(r'value="4"[^>]*checked', html)
+    # The message is shown once; a reload once the seconds have passed still stores nothing.
+    look_long_enough(user)
+    again = body(client.get(reverse("rate", args=["tutorial"])))
+    assert "Take at least 3 seconds" not in again
     assert not Rating.objects.exists()
     assert Assignment.objects.get(pk=assignment_id).submitted_at is None
 
@@ -352,9 +367,10 @@ def test_invalid_value_is_refused_with_the_screen_again(client, tutorial):
     client.force_login(user)
     for value in ("", "3.5", "6", "x"):
         assignment_id, response = rate(client, user, "tutorial", value)
-        assert response.status_code == 400
-        assert "Choose a rating from 1 to 5." in body(response)
-        assert open_assignment_id(response) == assignment_id
+        assert response["Location"] == reverse("rate", args=["tutorial"])
+        page = client.get(response["Location"])
+        assert "Choose a rating from 1 to 5." in body(page)
+        assert open_assignment_id(page) == assignment_id
     assert not Rating.objects.exists()
 
 
@@ -373,11 +389,12 @@ def test_another_raters_pair_is_forbidden(client, tutorial):
     client.force_login(owner)
     assignment_id, _ = rate(client, owner, "tutorial", 5)
     client.force_login(intruder)
-    response = client.post(reverse("rate", args=["tutorial"]), {"assignment": assignment_id, "value": 3})
-    assert response.status_code == 403
+    response = client.post(reverse("rate", args=["tutorial"]), {"assignment": assignment_id, "value": 3}, follow=True)
+    assert response.redirect_chain[0] == (reverse("annotators:play"), 302)
     assert "This pair was served to someone else." in body(response)
     assert client.get(reverse("feedback", args=[assignment_id])).status_code == 403
-    assert client.post(reverse("rate", args=["tutorial"]), {"assignment": 999999, "value": 3}).status_code == 404
+    missing = client.post(reverse("rate", args=["tutorial"]), {"assignment": 999999, "value": 3}, follow=True)
+    assert "There is no such pair to rate." in body(missing)
     assert Rating.objects.count() == 1
 
 
@@ -388,9 +405,11 @@ def test_expired_pair_offers_the_next_one(client, tutorial):
     Assignment.objects.filter(pk=assignment_id).update(
         served_at=timezone.now() - timedelta(hours=1), expires_at=timezone.now() - timedelta(minutes=1)
     )
-    response = client.post(reverse("rate", args=["tutorial"]), {"assignment": assignment_id, "value": 3})
-    assert response.status_code == 400
-    assert "Rate the next pair" in body(response)
+    response = client.post(reverse("rate", args=["tutorial"]), {"assignment": assignment_id, "value": 3}, follow=True)
+    assert response.redirect_chain[-1] == (reverse("rate", args=["tutorial"]), 302)
+    html = body(response)
+    assert "This pair is no longer open for rating. Please rate the next one." in html
+    assert open_assignment_id(response) != assignment_id  # a new assignment of the pair to rate
     assert not Rating.objects.exists()
 
 
@@ -407,8 +426,27 @@ def test_game_feedback_shows_consensus_points_and_window(client):
     html = body(client.get(response["Location"]))
     assert re.search(r'Consensus rating</dt><dd class="fb-big">4<', html)
     assert re.search(r'Points</dt><dd class="fb-big">\+2<', html)
-    assert "Qualification: 1 of 20 ratings, 2 of 25 points needed." in html
-    assert "Dispute this score" in html
+    assert "You matched the consensus of 2 other players." in html
+    assert "Qualification: 1 of 20 ratings · 2 points so far, 25 needed" in html
+    # The full 2 points: a dispute could not restore anything, so none is offered.
+    assert "Dispute this score" not in html
+
+
+@pytest.mark.parametrize(
+    ("primes", "others", "said"),
+    [
+        ([4.0, 4.0], [], "The model's estimate (no other player has rated this pair yet) was 4"),
+        ([4.0, 4.0], [4], "The consensus of 1 other player and the model's estimate was 4"),
+        ([], [4], "The consensus of 1 other player was 4"),
+    ],
+)
+def test_game_feedback_says_whose_consensus_it_was(client, primes, others, said):
+    pair = CaptionPairFactory(pool=Pool.GAME, primes=primes)
+    seed_ratings(pair, others)
+    user = rater(RaterState.GAME)
+    client.force_login(user)
+    _, response = rate(client, user, "game", 2)
+    assert said in unescape(body(client.get(response["Location"])))
 
 
 def test_first_rater_of_a_pair_is_told_so(client):
@@ -431,25 +469,33 @@ def test_failed_qualification_window_says_so_and_leads_to_probation(client):
     assert client.get(reverse("annotators:play"))["Location"] == reverse("rate", args=["probation"])
 
 
-def test_dispute_is_filed_on_a_game_score(client):
-    CaptionPairFactory(pool=Pool.GAME)
+def test_dispute_is_filed_on_a_game_score_and_then_no_longer_offered(client):
+    pair = CaptionPairFactory(pool=Pool.GAME)
+    seed_ratings(pair, [4, 4])
     user = rater(RaterState.GAME)
     client.force_login(user)
-    assignment_id, _ = rate(client, user, "game", 2)
+    assignment_id, _ = rate(client, user, "game", 2)  # -1 point against the consensus 4
+    feedback = reverse("feedback", args=[assignment_id])
+    assert "Dispute this score" in body(client.get(feedback))
 
     empty = client.post(reverse("dispute", args=[assignment_id]), {"comment": "   "})
-    assert empty.status_code == 400
+    assert empty["Location"] == feedback
+    assert "This field is required." in body(client.get(feedback))
     assert not Dispute.objects.exists()
 
     response = client.post(reverse("dispute", args=[assignment_id]), {"comment": "The caption names the dog."})
-    assert response["Location"] == reverse("feedback", args=[assignment_id])
+    assert response["Location"] == feedback
     dispute = Dispute.objects.get()
     assert dispute.rating == Rating.objects.get(assignment_id=assignment_id)
     assert dispute.comment == "The caption names the dog."
-    assert "Your dispute is filed." in body(client.get(response["Location"]))
+    html = body(client.get(feedback))
+    assert "Your dispute is filed." in html
+    assert "Waiting for an admin" in html
+    assert "Dispute this score" not in html
 
     again = client.post(reverse("dispute", args=[assignment_id]), {"comment": "Again."})
-    assert again.status_code == 400
+    assert again["Location"] == feedback
+    assert "You have disputed this score already" in body(client.get(feedback))
     assert Dispute.objects.count() == 1
 
 
@@ -458,7 +504,8 @@ def test_tutorial_scores_cannot_be_disputed(client, tutorial):
     client.force_login(user)
     assignment_id, _ = rate(client, user, "tutorial", 1)
     response = client.post(reverse("dispute", args=[assignment_id]), {"comment": "I disagree."})
-    assert response.status_code == 400
+    assert response["Location"] == reverse("feedback", args=[assignment_id])
+    assert "Only game scores can be disputed" in body(client.get(response["Location"]))
     assert not Dispute.objects.exists()
 
 
@@ -477,6 +524,21 @@ def test_leaderboard_opt_out_hides_the_rater(client):
     page = body(client.get(reverse("annotators:leaderboard")))
     assert "Ada" in page
     assert "Bob" not in page
+
+
+def test_the_leaderboard_highlights_the_raters_own_row_and_asks_for_a_pseudonym(client):
+    rater(RaterState.GAME, game_score=300, display_name="Ada")
+    me = rater(RaterState.GAME, game_score=120)
+    client.force_login(me)
+    page = body(client.get(reverse("annotators:leaderboard")))
+    own = re.findall(r'<tr class="me" aria-current="true">.*?</tr>', page, re.S)
+    assert len(own) == 1 and "Anonymous rater" in own[0] and "(you)" in own[0]
+    assert 'id="pseudonym-prompt"' in page
+    assert 'id="pseudonym-prompt"' in body(client.get(reverse("annotators:me")))
+    client.post(reverse("annotators:me"), {"display_name": "Quill", "on_leaderboard": "on"})
+    page = body(client.get(reverse("annotators:leaderboard")))
+    assert 'id="pseudonym-prompt"' not in page
+    assert "Quill" in re.findall(r'<tr class="me" aria-current="true">.*?</tr>', page, re.S)[0]
 
 
 def test_personal_page_shows_record_and_saves_display_name(client):
@@ -515,7 +577,9 @@ def test_pages_have_lang_a_main_landmark_and_labelled_radios(client, tutorial):
     assert sorted(rating_screen.radios) == [f"value-{v}" for v in range(1, 6)]
     assert set(rating_screen.radios) <= rating_screen.label_fors
     assert rating_screen.legends == 1
-    assert [img["alt"] for img in rating_screen.images] == ["Image to rate"]
+    # The image to rate is named; the guide's examples are described by their captions (alt="").
+    assert all("alt" in img for img in rating_screen.images)
+    assert [img["alt"] for img in rating_screen.images if img["alt"]] == ["Image to rate"]
     assert rating_screen.dialogs == ["guide"]
     assert rating_screen.live_regions >= 1  # the countdown's end is announced
 

@@ -107,4 +107,6 @@ def assert_pairs_consistent() -> None:
             human_sumsq=pair.human_sumsq,
             in_flight=pair.in_flight,
         )
+        if pair.withdrawn_at is not None:  # withdrawn after reports: served to nobody
+            expected_rank = None
         assert pair.assign_rank == expected_rank, pair

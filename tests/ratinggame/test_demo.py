@@ -1,6 +1,7 @@
 """load_demo: real photographs from scikit-image, the tutorial and probation sets, idempotent."""
 
 import io
+import re
 
 import pytest
 from django.contrib.auth import authenticate, get_user_model
@@ -27,7 +28,10 @@ def run_demo(settings, demo_mode=True) -> str:
 def test_demo_has_tutorial_probation_and_game_pairs(settings):
     run_demo(settings)
     assert CaptionPair.objects.filter(pool=Pool.TUTORIAL).count() == 10
-    assert CaptionPair.objects.filter(pool=Pool.PROBATION).count() == 20
+    # Three probation rounds of 20 without a repeat (SPEC 2.2), twelve pairs at each level.
+    probation = CaptionPair.objects.filter(pool=Pool.PROBATION)
+    assert probation.count() == 60
+    assert sorted(probation.values_list("expert_rating", flat=True)) == sorted([1, 2, 3, 4, 5] * 12)
     assert CaptionPair.objects.filter(pool=Pool.GAME).count() == len(demo_content.GAME) >= 40
     teaching = CaptionPair.objects.exclude(pool=Pool.GAME)
     assert not teaching.filter(expert_rating__isnull=True).exists()
@@ -40,6 +44,9 @@ def test_demo_has_tutorial_probation_and_game_pairs(settings):
         4,
         5,
     }
+    # Every explanation cites the rubric: a phrase of its level's text, in quotes.
+    for pair in teaching:
+        assert re.search(r"'[^']+'", pair.explanation), pair.caption
     tutorial_order = list(CaptionPair.objects.filter(pool=Pool.TUTORIAL).order_by("display_order"))
     assert [p.caption for p in tutorial_order] == [item["caption"] for item in demo_content.TUTORIAL]
 

@@ -29,6 +29,7 @@ DEFAULT_FLAGS = {
     "STRAIGHT_RUN": 15,
     "STRAIGHT_VALUE_SHARE": 0.8,
     "PRIME_COPIER_SHARE": 0.8,
+    "PRIME_COPIER_MARGIN": 0.25,
     "LOW_AGREEMENT_RATE": 0.7,
 }
 
@@ -259,6 +260,22 @@ def test_prime_copier(image):
     assert "prime_copier" in stats[copier.pk].flags
     assert stats[honest.pk].prime_equal_share == 0.0
     assert "prime_copier" not in stats[honest.pk].flags
+
+
+def test_agreeing_with_good_primes_is_not_copying_them(image):
+    # The primes are right: the other raters give the rounded prime too. A rater who matches
+    # the prime every time also matches the people's consensus every time: not a copier.
+    agreer = RaterProfileFactory(state=RaterState.GAME)
+    others = [RaterProfileFactory(state=RaterState.GAME) for _ in range(2)]
+    primes = itertools.cycle([1.2, 2.5, 3.4, 4.6, 3.0])
+    for _ in range(20):
+        first = next(primes)
+        pair = CaptionPairFactory(image=image, primes=[first, 3.0])
+        for profile in [agreer, *others]:
+            rating_record(rater=profile.user, pair=pair, value=int(np.floor(first + 0.5)))
+    row = by_profile(rater_statistics())[agreer.pk]
+    assert (row.prime_equal_share, row.prime_over_consensus) == (1.0, 0.0)
+    assert "prime_copier" not in row.flags
 
 
 def test_low_agreement(probation_pairs):

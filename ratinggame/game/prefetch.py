@@ -1,0 +1,42 @@
+"""The image of the pair a rater will most likely see next, for the rating screen to download
+while the rater looks at the current one (so the next screen shows its image at once).
+
+A guess, never a claim: it serves nothing and locks nothing. In the tutorial and in a
+probation round the next pair is known; in the game it is the head of the serving order
+(``ratinggame.game.assignment.claim_query``'s order, read without a lock), which another rater
+may take first. Only an image is fetched: nothing about the pair's ratings reaches the page.
+"""
+
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.db.models import Exists, OuterRef
+
+from annotators import progress
+from ratinggame.game.rating import Served
+from ratinggame.models import Assignment, CaptionPair, Image, Pool
+
+
+def next_pair_image(*, rater: AbstractBaseUser, served: Served) -> Image | None:
+    """The image of the pair after ``served`` for this rater; None when there is none."""
+    pair_id = _next_pair_id(rater, served)
+    return None if pair_id is None else Image.objects.filter(pairs=pair_id).first()
+
+
+def _next_pair_id(rater: AbstractBaseUser, served: Served) -> int | None:
+    if served.stage == Pool.TUTORIAL:
+        order = progress.tutorial_pair_ids()
+        later = order[order.index(served.pair_id) + 1 :] if served.pair_id in order else []
+        return later[0] if later else None
+    if served.stage == Pool.PROBATION:
+        current = progress.probation_round_current(progress.profile_for(rater))
+        following = current.rated + 1 if current is not None else None
+        if following is None or following >= len(current.pair_order):
+            return None
+        return current.pair_order[following]
+    seen = Assignment.objects.filter(rater=rater, pair=OuterRef("pk"), stage=Pool.GAME)
+    return (
+        CaptionPair.objects.filter(pool=Pool.GAME, assign_rank__isnull=False)
+        .filter(~Exists(seen))
+        .order_by("assign_rank", "id")
+        .values_list("id", flat=True)
+        .first()
+    )

@@ -1,0 +1,111 @@
+"""Pages of pair reports: the rater's "Report a problem" on the rating screen, and staff's queue.
+
+The rules (the skip, its hourly limit, withdrawal after enough reports) are in
+``ratinggame.game.reports``; these views validate, call one service and redirect.
+"""
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count, Prefetch, Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from annotators.gates import PLAYING_STEPS, STEP_STAGES, step_gate
+from annotators.progress import current_step
+from annotators.staff.views import staff_required
+from ratinggame.forms import PairReportForm, ReportResolveForm
+from ratinggame.game.reports import ReportRefused, pair_report, reports_resolve
+from ratinggame.models import CaptionPair, PairReport
+
+
+@login_required
+@require_POST
+def report(request: HttpRequest) -> HttpResponse:
+    """Report the pair on the rater's screen; in the game the next pair follows (a skip)."""
+    if gate := step_gate(request.user, PLAYING_STEPS):
+        return gate
+    here = redirect("rate", stage=STEP_STAGES[current_step(request.user)])
+    form = PairReportForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "The report was not sent: choose what is wrong with the pair.")
+        return here
+    try:
+        reported = pair_report(
+            rater=request.user,
+            assignment_id=form.cleaned_data["assignment"],
+            reason=form.cleaned_data["reason"],
+            text=form.cleaned_data["text"],
+        )
+    except ReportRefused as refused:
+        messages.error(request, str(refused))
+        return here
+    if reported.skipped:
+        messages.success(
+            request,
+            f"Thank you: the pair is reported and skipped (no rating, no points). "
+            f"You can skip {reported.skips_left} more this hour.",
+        )
+    elif reported.report.stage == "game":
+        messages.warning(
+            request,
+            "Thank you: the pair is reported. You have skipped the most pairs allowed in an hour, so please rate "
+            "this one as well as you can.",
+        )
+    else:
+        messages.success(
+            request,
+            "Thank you: staff will look at it. Tutorial and probation pairs cannot be skipped: please rate it as "
+            "well as you can.",
+        )
+    return here
+
+
+def _queue_pairs(open_only: bool) -> list[CaptionPair]:
+    reports = PairReport.objects.select_related("rater", "resolved_by").order_by("created_at", "id")
+    pairs = (
+        CaptionPair.objects.filter(reports__isnull=False)
+        .annotate(open_reports=Count("reports", filter=Q(reports__resolved_at__isnull=True)))
+        .select_related("image")
+        .prefetch_related(Prefetch("reports", queryset=reports))
+        .order_by("-open_reports", "id")
+    )
+    pairs = pairs.filter(open_reports__gt=0) if open_only else pairs.filter(open_reports=0)
+    return list(pairs[:200])
+
+
+@staff_required
+@require_http_methods(["GET"])
+def queue(request: HttpRequest) -> HttpResponse:
+    resolved = request.GET.get("status") == "resolved"
+    rows = [
+        {"pair": pair, "form": ReportResolveForm(auto_id=f"id_pair{pair.pk}_%s")}
+        for pair in _queue_pairs(open_only=not resolved)
+    ]
+    context = {"rows": rows, "resolved": resolved, "threshold": settings.RATINGGAME["REPORTS_TO_WITHDRAW"]}
+    return render(request, "ratinggame/reports.html", context)
+
+
+@staff_required
+@require_http_methods(["GET", "POST"])
+def resolve(request: HttpRequest, pair_id: int) -> HttpResponse:
+    pair = get_object_or_404(CaptionPair.objects.select_related("image"), pk=pair_id)
+    form = ReportResolveForm(request.POST or None)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                closed = reports_resolve(
+                    pair=pair,
+                    actor=request.user,
+                    back_in_play=form.cleaned_data["decision"] == "back",
+                    note=form.cleaned_data["note"],
+                )
+            except ReportRefused as refused:
+                form.add_error(None, str(refused))
+            else:
+                messages.success(request, f"Pair {pair.pk}: {closed} report{'s' if closed != 1 else ''} answered.")
+                return redirect("pair_reports")
+        status = 400
+    return render(request, "ratinggame/report_resolve.html", {"pair": pair, "form": form}, status=status)

@@ -1,0 +1,81 @@
+"""Shared by the browser tests (real Chromium through Playwright): launch options, the two
+screen sizes the pages must fit, picture-like images, and a signed-in browser context."""
+
+import contextlib
+import hashlib
+import io
+from collections.abc import Iterator
+from pathlib import Path
+
+from django.core.files.base import ContentFile
+from django.test import Client
+from PIL import Image as PILImage
+from PIL import ImageDraw
+
+from tests.factories import ImageFactory
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+# A laptop (1280x800 less the browser's own bars) and a phone, with touch.
+LAPTOP = {"viewport": {"width": 1280, "height": 720}}
+PHONE = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 3, "is_mobile": True, "has_touch": True}
+SIZES = {"1280x720": LAPTOP, "390x844": PHONE}
+
+
+def photo_like_image(seed: int, size: tuple[int, int] = (640, 427)):
+    """A picture (sky, ground, a sun and a box) so that screenshots show a real layout."""
+    width, height = size
+    picture = PILImage.new("RGB", size, (120 + seed * 9 % 100, 170, 230))
+    draw = ImageDraw.Draw(picture)
+    draw.rectangle((0, height * 2 // 3, width, height), fill=(70, 130 + seed * 7 % 60, 60))
+    draw.ellipse((width - 170, 40, width - 80, 130), fill=(250, 210, 80))
+    draw.rectangle(
+        (120 + seed * 20, height // 2, 260 + seed * 20, height * 3 // 4), fill=(160, 60 + seed * 15 % 120, 50)
+    )
+    buffer = io.BytesIO()
+    picture.save(buffer, format="PNG")
+    data = buffer.getvalue()
+    return ImageFactory(
+        file=ContentFile(data, name=f"photo{seed}.png"),
+        sha256=hashlib.sha256(data).hexdigest(),
+        width=width,
+        height=height,
+    )
+
+
+@contextlib.contextmanager
+def chromium(chromium_path: str) -> Iterator:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path, args=LAUNCH_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def signed_in(browser, live_server, user, **options):
+    """A new browser context (a fresh cache) with ``user``'s session, and a page in it."""
+    client = Client()
+    client.force_login(user)
+    context = browser.new_context(**options)
+    context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}])
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    return page
+
+
+def inside_viewport(page, selector: str) -> list[str]:
+    """What of the elements matching ``selector`` lies outside the viewport (empty: all inside)."""
+    size = page.viewport_size
+    outside = []
+    for index, element in enumerate(page.locator(selector).all()):
+        box = element.bounding_box()
+        if box is None:
+            outside.append(f"{selector}[{index}] is not displayed")
+        elif box["x"] < 0 or box["y"] < 0 or box["x"] + box["width"] > size["width"] + 0.5:
+            outside.append(f"{selector}[{index}] at {box} is off the {size} viewport")
+        elif box["y"] + box["height"] > size["height"] + 0.5:
+            outside.append(f"{selector}[{index}] at {box} is below the fold of {size}")
+    return outside

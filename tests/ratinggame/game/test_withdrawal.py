@@ -1,0 +1,76 @@
+"""Delete my data: the rater's ratings stop counting (exports, consensus), the account is
+anonymised and closed, and the withdrawal is logged."""
+
+import pytest
+from django.contrib.auth import authenticate
+from django.urls import reverse
+
+from annotators import services
+from annotators.models import RaterAction, RaterState
+from ratinggame.game.withdrawal import WITHDRAWN_REASON, rater_withdraw
+from ratinggame.models import CaptionPair, Rating
+from tests.ratinggame.journey_helpers import (
+    FAST_HASHERS,
+    T0,
+    Clock,
+    assert_pairs_consistent,
+    game_pairs,
+    rate_next,
+    rater,
+    seed_ratings,
+)
+
+pytestmark = pytest.mark.django_db
+PASSWORD = "correct horse battery staple"
+
+
+@pytest.fixture(autouse=True)
+def _fast(settings):
+    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 3.0, "ASSIGNMENT_EXPIRY_SECONDS": 1800}
+    settings.PASSWORD_HASHERS = FAST_HASHERS
+
+
+def test_withdrawal_excludes_the_ratings_from_consensus_and_anonymises_the_account():
+    pairs = game_pairs(2)
+    for pair in pairs:
+        seed_ratings(pair, [4, 4])
+    user = rater(RaterState.GAME, display_name="Ada", game_score=3)
+    clock = Clock(T0)
+    rate_next(user, 2, clock)
+    rate_next(user, 2, clock)
+    assert CaptionPair.objects.get(pk=pairs[0].pk).human_count == 3
+
+    assert rater_withdraw(user=user) == 2
+    assert set(Rating.objects.filter(rater=user).values_list("excluded", "excluded_reason")) == {
+        (True, WITHDRAWN_REASON)
+    }
+    # Out of the consensus: each pair is back to the two other raters' ratings.
+    assert [p.human_count for p in CaptionPair.objects.filter(pk__in=[p.pk for p in pairs])] == [2, 2]
+    assert not Rating.objects.counted().filter(rater=user).exists()
+    assert_pairs_consistent()
+
+    user.refresh_from_db()
+    assert (user.username, user.email, user.is_active) == (f"withdrawn-{user.pk}", "", False)
+    assert authenticate(username=user.username, password=PASSWORD) is None
+    assert (user.rater.display_name, user.rater.on_leaderboard) == ("", False)
+    assert "Ada" not in [row["name"] for row in services.leaderboard(period="all")]
+    action = RaterAction.objects.get(rater=user.rater)
+    assert action.action == "withdraw" and "2 rating(s) excluded" in action.reason
+
+
+def test_the_page_asks_for_confirmation_then_logs_the_rater_out(client):
+    user = rater(RaterState.GAME)
+    client.force_login(user)
+    assert "This cannot be undone." in client.get(reverse("data_delete")).content.decode()
+    unconfirmed = client.post(reverse("data_delete"), {})
+    assert unconfirmed["Location"] == reverse("data_delete")
+    assert "Tick the box to confirm" in client.get(reverse("data_delete")).content.decode()
+    user.refresh_from_db()
+    assert user.is_active
+
+    done = client.post(reverse("data_delete"), {"confirm": "yes"})
+    assert done["Location"] == reverse("home")
+    assert "You have withdrawn" in client.get(reverse("home")).content.decode()
+    assert client.get(reverse("annotators:me"))["Location"].startswith(reverse("login"))
+    user.refresh_from_db()
+    assert not user.is_active

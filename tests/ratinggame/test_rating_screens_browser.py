@@ -1,0 +1,252 @@
+"""The rating and feedback screens in real Chromium, at a laptop's 1280x720 and a phone's 390x844:
+everything needed to rate on one screen, the countdown waiting for the image, a reload that
+never submits, and probation rounds that do not repeat pairs. Screenshots go to test-artifacts/."""
+
+import re
+import time
+
+import pytest
+
+from annotators.models import RaterState
+from ratinggame.models import Pool, Rating
+from tests.browser import ARTIFACTS, SIZES, chromium, inside_viewport, photo_like_image, signed_in
+from tests.factories import CaptionPairFactory, ProbationPairFactory, TutorialPairFactory
+from tests.ratinggame.journey_helpers import rater
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+# 30 words: the longest caption the screen must show whole, next to the image.
+LONG_CAPTION = (
+    "A smiling astronaut in an orange flight suit holds her white helmet beside a model "
+    "of the space shuttle while an American flag hangs on the wall behind her shoulder"
+)
+ON_SCREEN = ["#pair-image", "#caption", ".choice", "#submit-rating", "#countdown"]
+
+
+@pytest.fixture
+def fast(settings, monkeypatch):
+    # Playwright's sync API runs an event loop in this thread; the ORM calls stay synchronous.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 0.5}
+    ARTIFACTS.mkdir(exist_ok=True)
+
+
+def test_each_rating_screen_and_its_feedback_fit_one_screen_at_both_sizes(live_server, chromium_path, fast):
+    assert len(LONG_CAPTION.split()) == 30
+    TutorialPairFactory(image=photo_like_image(1), caption=LONG_CAPTION, expert_rating=5, explanation="x " * 60)
+    ProbationPairFactory(image=photo_like_image(2), caption=LONG_CAPTION, expert_rating=2)
+    CaptionPairFactory(image=photo_like_image(3, size=(427, 640)), caption=LONG_CAPTION, primes=[4.0, 4.0])
+    raters = {stage: rater(stage) for stage in (RaterState.TUTORIAL, RaterState.PROBATION, RaterState.GAME)}
+    problems = []
+    with chromium(chromium_path) as browser:
+        for stage, user in raters.items():
+            for size, options in SIZES.items():
+                page = signed_in(browser, live_server, user, **options)
+                page.goto(f"{live_server.url}/play/{stage}/")
+                page.wait_for_function("document.getElementById('pair-image').complete")
+                page.screenshot(path=str(ARTIFACTS / f"rate-{stage}-{size}.png"))
+                problems += [f"{stage} {size}: {p}" for p in inside_viewport(page, ", ".join(ON_SCREEN))]
+                if page.evaluate("document.documentElement.scrollHeight") > options["viewport"]["height"]:
+                    problems.append(f"{stage} {size}: the rating screen scrolls")
+                # Key hints on a laptop; none on a touch screen, which has no keys to press.
+                assert page.locator(".keys").is_visible() is (size == "1280x720"), (stage, size)
+                if size == "390x844":
+                    # The compact row: a tap on 4 shows the words of level 4 under the row.
+                    page.locator("label[for=value-4]").tap()
+                    assert page.locator("#choice-chosen").inner_text().startswith("4: Mostly identified")
+                    page.locator("#submit-rating:enabled").tap()
+                    page.wait_for_url(re.compile(r"/play/feedback/\d+/$"))
+                    feedback_url = page.url
+                page.context.close()
+            for size, options in SIZES.items():
+                page = signed_in(browser, live_server, user, **options)
+                page.goto(feedback_url)
+                page.screenshot(path=str(ARTIFACTS / f"feedback-{stage}-{size}.png"))
+                problems += [f"{stage} feedback {size}: {p}" for p in inside_viewport(page, ".fb-points, #continue")]
+                page.context.close()
+    assert not problems, "\n".join(problems)
+    assert Rating.objects.count() == 3
+
+
+# Page-clock times of the image's arrival and of Submit's unlocking, recorded by the page itself.
+RECORD_TIMES = """
+window.times = {};
+document.addEventListener("load", (event) => {
+  if (event.target.id === "pair-image") { window.times.loaded = performance.now(); }
+}, true);
+setInterval(() => {
+  const submit = document.getElementById("submit-rating");
+  if (submit && submit.disabled) { window.times.locked = true; }
+  if (window.times.locked && !submit.disabled && window.times.enabled === undefined) {
+    window.times.enabled = performance.now();
+  }
+}, 10);
+"""
+
+
+def test_the_countdown_starts_when_the_image_has_arrived(live_server, chromium_path, fast, settings):
+    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 1.0}
+    TutorialPairFactory(image=photo_like_image(4))
+    user = rater(RaterState.TUTORIAL)
+    with chromium(chromium_path) as browser:
+        page = signed_in(browser, live_server, user, **SIZES["1280x720"])
+        page.add_init_script(RECORD_TIMES)
+        # A slow connection: the picture takes 2.5 s to arrive, longer than the 1 s minimum.
+        page.route(re.compile(r"/media/images/"), lambda route: (time.sleep(2.5), route.continue_()))
+        page.goto(f"{live_server.url}/play/tutorial/")
+        page.wait_for_function("window.times.enabled !== undefined", timeout=10_000)
+        times = page.evaluate("window.times")
+    # The server's floor (1 s after serving) passed while the image was on its way; Submit
+    # still waited the full second with the image on screen.
+    assert times["loaded"] >= 2400
+    assert times["enabled"] - times["loaded"] >= 950
+
+
+def test_a_reload_after_a_refused_submission_stores_nothing(live_server, chromium_path, fast, settings):
+    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 2.0}
+    TutorialPairFactory(image=photo_like_image(5), caption="A red box on the grass under a yellow sun")
+    user = rater(RaterState.TUTORIAL)
+    with chromium(chromium_path) as browser:
+        page = signed_in(browser, live_server, user, **SIZES["1280x720"])
+        page.goto(f"{live_server.url}/play/tutorial/")
+        # Submit at once, past the page's own countdown (as a script or an old browser could).
+        page.check("#value-4", force=True)
+        page.evaluate("document.getElementById('rating-form').submit()")
+        page.wait_for_selector("#rate-error")
+        assert page.url == f"{live_server.url}/play/tutorial/"
+        assert "Take at least 2 seconds" in page.inner_text("#rate-error")
+        assert page.locator("#value-4").is_checked()  # the choice is kept
+        time.sleep(2.5)  # now a re-sent POST would be in time
+        page.reload()
+        page.wait_for_selector("#rating-form")
+        assert page.url == f"{live_server.url}/play/tutorial/"
+        assert page.locator("#rate-error").count() == 0
+        assert not Rating.objects.exists()
+
+
+def test_two_failed_probation_rounds_show_forty_different_pairs(live_server, chromium_path, fast, settings):
+    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 0.2}
+    images = [photo_like_image(10 + index) for index in range(5)]
+    for index in range(45):
+        ProbationPairFactory(image=images[index % 5], caption=f"Probation caption number {index}", expert_rating=3)
+    user = rater(RaterState.PROBATION)
+    seen: list[str] = []
+    outcomes: list[str] = []
+    with chromium(chromium_path) as browser:
+        page = signed_in(browser, live_server, user, **SIZES["1280x720"])
+        page.goto(f"{live_server.url}/play/")
+        for _ in range(40):
+            page.wait_for_url(re.compile(r"/play/probation/$"))
+            seen.append(page.inner_text("#caption").removeprefix("Caption").strip())
+            page.keyboard.press("4")  # one off the experts' 3: 1 point, 20 of 40 in a round
+            page.wait_for_selector("#submit-rating:enabled")
+            page.keyboard.press("Enter")
+            page.wait_for_url(re.compile(r"/play/feedback/\d+/$"))
+            if page.locator(".outcome").count():
+                outcomes.append(page.inner_text(".outcome"))
+            page.keyboard.press("n")
+        page.wait_for_url(re.compile(r"/play/probation/$"))
+    assert len(seen) == len(set(seen)) == 40
+    assert len(outcomes) == 2
+    assert "Next: round 2, 20 pairs you have not rated before." in outcomes[0]
+    assert "Next: round 3, 20 pairs: 5 you have not rated before and 15 you rated longest ago" in outcomes[1]
+    assert Rating.objects.filter(rater=user, stage=Pool.PROBATION).count() == 40
+
+
+def test_a_reported_pair_is_skipped_and_no_longer_served(live_server, chromium_path, fast, settings):
+    settings.RATINGGAME = {**settings.RATINGGAME, "REPORTS_TO_WITHDRAW": 1}
+    reported = CaptionPairFactory(image=photo_like_image(20), caption="A broken picture of nothing", primes=[3, 3])
+    kept = CaptionPairFactory(image=photo_like_image(21), caption="A red box on green grass", primes=[3, 3])
+    first, second = rater(RaterState.GAME), rater(RaterState.GAME)
+    with chromium(chromium_path) as browser:
+        page = signed_in(browser, live_server, first, **SIZES["390x844"])
+        page.goto(f"{live_server.url}/play/game/")
+        assert reported.caption in page.inner_text("#caption")
+        page.locator("#report summary").tap()
+        page.select_option("#report-reason", "broken_image")
+        page.fill("#report-text", "Only grey squares")
+        page.get_by_role("button", name="Report and skip this pair").tap()
+        page.wait_for_selector(".messages")
+        assert "reported and skipped" in page.inner_text(".messages")
+        assert kept.caption in page.inner_text("#caption")
+        page.screenshot(path=str(ARTIFACTS / "report-skipped-390x844.png"))
+        page.context.close()
+
+        # Another rater gets the other pair, and after it nothing: the reported pair is out of play.
+        page = signed_in(browser, live_server, second, **SIZES["1280x720"])
+        page.goto(f"{live_server.url}/play/game/")
+        assert kept.caption in page.inner_text("#caption")
+        page.keyboard.press("3")
+        page.wait_for_selector("#submit-rating:enabled")
+        page.keyboard.press("Enter")
+        page.wait_for_url(re.compile(r"/play/feedback/\d+/$"))
+        page.keyboard.press("n")
+        page.wait_for_selector("h1")
+        assert page.inner_text("h1") == "Nothing left to rate right now"
+    assert not Rating.objects.filter(pair=reported).exists()
+    assert Rating.objects.filter(pair=kept).count() == 1
+
+
+def test_a_dispute_and_its_outcome_reach_the_rater(live_server, chromium_path, fast):
+    from annotators.models import Dispute
+    from annotators.staff.services import dispute_resolve
+    from tests.factories import UserFactory
+
+    CaptionPairFactory(image=photo_like_image(22), caption="A red box on green grass", primes=[4.0, 4.0])
+    user = rater(RaterState.GAME)
+    with chromium(chromium_path) as browser:
+        page = signed_in(browser, live_server, user, **SIZES["1280x720"])
+        page.goto(f"{live_server.url}/play/game/")
+        page.keyboard.press("2")  # against the primes' 4: -1 point
+        page.wait_for_selector("#submit-rating:enabled")
+        page.keyboard.press("Enter")
+        page.wait_for_url(re.compile(r"/play/feedback/\d+/$"))
+        feedback_url = page.url
+        assert "The model's estimate (no other player has rated this pair yet) was 4" in page.inner_text(
+            "#consensus-note"
+        )
+        page.get_by_text("Dispute this score").click()
+        page.fill("textarea[name=comment]", "The box is clearly red: a 2 is fair.")
+        page.get_by_role("button", name="Send the dispute").click()
+        page.wait_for_selector(".dispute-outcome")
+        assert "Waiting for an admin" in page.inner_text(".dispute-outcome")
+        assert page.get_by_text("Dispute this score").count() == 0  # filed: not offered again
+
+        dispute_resolve(
+            dispute=Dispute.objects.get(), actor=UserFactory(is_staff=True), accept=True, note="Fair point."
+        )
+        page.goto(f"{live_server.url}/me/")
+        outcome = page.inner_text(".dispute-list")
+        assert "Accepted" in outcome and "1 point restored" in outcome and "Fair point." in outcome
+        page.screenshot(path=str(ARTIFACTS / "me-dispute-outcome-1280x720.png"), full_page=True)
+        page.goto(feedback_url)
+        assert "Accepted" in page.inner_text(".dispute-outcome")
+
+
+def test_the_rating_guide_opens_beside_the_image_with_one_example_per_level(live_server, chromium_path, fast):
+    for level in (5, 4, 3, 2, 1):
+        TutorialPairFactory(
+            image=photo_like_image(30 + level), caption=f"Example at level {level}", expert_rating=level
+        )
+    user = rater(RaterState.TUTORIAL)
+    with chromium(chromium_path) as browser:
+        page = signed_in(browser, live_server, user, **SIZES["1280x720"])
+        page.goto(f"{live_server.url}/play/tutorial/")
+        page.wait_for_function("document.getElementById('pair-image').complete")
+        page.keyboard.press("g")
+        guide = page.locator("#guide")
+        guide.wait_for()
+        examples = page.locator(".guide-example figcaption").all_inner_texts()
+        assert [text.split(": ", 1)[0] for text in examples] == [
+            f"For example, rated {level} by the experts" for level in (5, 4, 3, 2, 1)
+        ]
+        # A side panel right of the image: the image stays in full view, and 1-5 still choose.
+        assert (
+            page.locator("#pair-image").bounding_box()["x"] + page.locator("#pair-image").bounding_box()["width"]
+            <= guide.bounding_box()["x"]
+        )
+        page.keyboard.press("3")
+        assert page.locator("#value-3").is_checked()
+        page.screenshot(path=str(ARTIFACTS / "guide-side-panel-1280x720.png"))
+        page.keyboard.press("Escape")
+        guide.wait_for(state="hidden")

@@ -1,0 +1,73 @@
+"""Report a problem from the rating screen, and the staff queue that answers reports."""
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from annotators.models import RaterState
+from ratinggame.models import CaptionPair, PairReport, Rating
+from tests.factories import UserFactory
+from tests.ratinggame.journey_helpers import FAST_HASHERS, game_pairs, rater, tutorial_pairs
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _rules(settings):
+    settings.RATINGGAME = {**settings.RATINGGAME, "REPORTS_TO_WITHDRAW": 1, "SKIPS_PER_HOUR": 10}
+    settings.PASSWORD_HASHERS = FAST_HASHERS
+
+
+def open_assignment(client, stage: str) -> int:
+    html = client.get(reverse("rate", args=[stage])).content.decode()
+    assert 'id="report-form"' in html
+    return int(re.search(r'name="assignment" value="(\d+)"', html).group(1))
+
+
+def test_a_game_report_skips_to_the_next_pair_and_goes_to_the_staff_queue(client):
+    reported, other = game_pairs(2)
+    user = rater(RaterState.GAME)
+    client.force_login(user)
+    assignment_id = open_assignment(client, "game")
+    response = client.post(
+        reverse("pair_report"), {"assignment": assignment_id, "reason": "other", "text": "The caption is in Latin."}
+    )
+    assert response["Location"] == reverse("rate", args=["game"])
+    page = client.get(response["Location"]).content.decode()
+    assert "the pair is reported and skipped (no rating, no points). You can skip 9 more this hour." in page
+    assert other.caption in page and reported.caption not in page
+    assert not Rating.objects.exists()
+
+    staff = UserFactory(is_staff=True)
+    client.force_login(staff)
+    queue = client.get(reverse("pair_reports")).content.decode()
+    assert reported.caption in queue and "The caption is in Latin." in queue and "out of play since" in queue
+    url = reverse("pair_reports_resolve", args=[reported.pk])
+    assert client.post(url, {"decision": "back", "note": ""}).status_code == 400
+    assert client.post(url, {"decision": "back", "note": "Latin is fine here."})["Location"] == reverse("pair_reports")
+    assert CaptionPair.objects.get(pk=reported.pk).withdrawn_at is None
+    answered = client.get(reverse("pair_reports") + "?status=resolved").content.decode()
+    assert "Put back in play" in answered and "Latin is fine here." in answered
+
+
+def test_a_tutorial_report_keeps_the_pair_on_screen_and_says_why(client):
+    (pair,) = tutorial_pairs([3])
+    client.force_login(rater(RaterState.TUTORIAL))
+    assignment_id = open_assignment(client, "tutorial")
+    response = client.post(reverse("pair_report"), {"assignment": assignment_id, "reason": "broken_image"})
+    page = client.get(response["Location"]).content.decode()
+    assert "Tutorial and probation pairs cannot be skipped" in page
+    assert pair.caption in page
+    assert PairReport.objects.get().skipped is False
+
+
+def test_a_report_without_a_reason_is_refused_with_a_message(client):
+    game_pairs(1)
+    client.force_login(rater(RaterState.GAME))
+    assignment_id = open_assignment(client, "game")
+    response = client.post(reverse("pair_report"), {"assignment": assignment_id, "reason": ""})
+    assert "The report was not sent" in client.get(response["Location"]).content.decode()
+    response = client.post(reverse("pair_report"), {"assignment": assignment_id, "reason": "other"})
+    assert "Say in a few words" in client.get(response["Location"]).content.decode()
+    assert not PairReport.objects.exists()

@@ -1,0 +1,112 @@
+"""axe-core (shipped inside axe-playwright-python) on the rater's, the staff's and the researchers'
+pages in real Chromium: no serious or critical violation, at a laptop's size and, for the
+rater's pages, a phone's. The staff's rater table fits a 1280-px screen."""
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+
+from annotators.models import Dispute, RaterState
+from annotators.roles import ADMIN, RESEARCHER
+from ratinggame import game
+from ratinggame.game.reports import pair_report
+from ratinggame.models import Rating, ReportReason
+from tests.browser import ARTIFACTS, SIZES, chromium, photo_like_image, signed_in
+from tests.factories import CaptionPairFactory, RaterProfileFactory, TutorialPairFactory, user_with_role
+from tests.ratinggame.journey_helpers import rater
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+BLOCKING = {"serious", "critical"}
+
+
+@pytest.fixture
+def world(settings, monkeypatch):
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 0}
+    ARTIFACTS.mkdir(exist_ok=True)
+    for level in (5, 4, 3, 2, 1):
+        TutorialPairFactory(image=photo_like_image(level), caption=f"A tutorial caption at level {level}")
+    pairs = [
+        CaptionPairFactory(image=photo_like_image(10 + i), caption=f"A game caption {i}", primes=[4.0, 4.0])
+        for i in range(3)
+    ]
+    player = rater(RaterState.GAME, display_name="Ada")
+    served = game.pair_serve(rater=player)
+    feedback = game.rating_submit(rater=player, assignment_id=served.assignment_id, value=2)
+    Dispute.objects.create(rating_id=feedback.rating_id, comment="The caption is right.")
+    reporter = rater(RaterState.GAME)
+    pair_report(
+        rater=reporter,
+        assignment_id=game.pair_serve(rater=reporter).assignment_id,
+        reason=ReportReason.OTHER,
+        text="Blurry",
+    )
+    return {
+        "player": player,
+        "feedback": f"/play/feedback/{feedback.assignment_id}/",
+        "learner": rater(RaterState.TUTORIAL),
+        "newcomer": RaterProfileFactory(consent_at=None).user,
+        "staff": user_with_role(ADMIN, is_staff=True),
+        "researcher": user_with_role(RESEARCHER),
+        "pairs": pairs,
+    }
+
+
+def blocking_violations(page) -> list[str]:
+    results = Axe().run(page)
+    return [
+        f"{page.url} [{violation['impact']}] {violation['id']}: {violation['help']} "
+        f"({', '.join(node['target'][0] for node in violation['nodes'][:3])})"
+        for violation in results.response["violations"]
+        if violation["impact"] in BLOCKING
+    ]
+
+
+def test_no_serious_or_critical_violation_on_the_rater_staff_and_research_pages(live_server, chromium_path, world):
+    profile_id = world["player"].rater.pk
+    visits = [
+        (None, ["/", "/accounts/signup/", "/accounts/login/", "/accounts/password_reset/", "/leaderboard/", "/nope/"]),
+        (world["newcomer"], ["/play/consent/"]),
+        (world["learner"], ["/play/introduction/", "/play/tutorial/"]),
+        (world["player"], ["/play/game/", world["feedback"], "/me/", "/me/delete/", "/leaderboard/"]),
+        (world["staff"], ["/staff/", f"/staff/raters/{profile_id}/", "/staff/disputes/", "/staff/reports/"]),
+        (world["researcher"], ["/research/", "/staff/"]),
+    ]
+    problems = []
+    with chromium(chromium_path) as browser:
+        for user, paths in visits:
+            sizes = ["1280x720"] if user in (world["staff"], world["researcher"]) else ["1280x720", "390x844"]
+            for size in sizes:
+                if user is None:
+                    page = browser.new_context(**SIZES[size]).new_page()
+                else:
+                    page = signed_in(browser, live_server, user, **SIZES[size])
+                for path in paths:
+                    page.goto(live_server.url + path)
+                    page.wait_for_load_state("networkidle")
+                    problems += [f"{size} {line}" for line in blocking_violations(page)]
+                    if path.startswith("/play/") and path.endswith(("tutorial/", "game/")):
+                        # The open Rating Guide and the open report form are part of the page too.
+                        page.keyboard.press("g")
+                        problems += [f"{size} guide {line}" for line in blocking_violations(page)]
+                        page.keyboard.press("Escape")
+                        page.locator("#report summary").click()
+                        problems += [f"{size} report {line}" for line in blocking_violations(page)]
+                page.context.close()
+    assert not problems, "\n".join(problems)
+    assert Rating.objects.count() == 1  # visiting changed nothing
+
+
+def test_the_staff_rater_table_fits_a_laptop_screen(live_server, chromium_path, world):
+    for index in range(12):
+        rater(RaterState.GAME, display_name=f"Rater with a long name {index}")
+    with chromium(chromium_path) as browser:
+        page = signed_in(browser, live_server, world["staff"], **SIZES["1280x720"])
+        page.goto(f"{live_server.url}/staff/")
+        table, box = page.locator("table.raters"), page.locator(".table-scroll")
+        assert table.evaluate("t => t.scrollWidth") <= box.evaluate("b => b.clientWidth")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+        headings = page.locator("table.raters thead th")
+        assert headings.count() == 17
+        assert all(title for title in headings.evaluate_all("ths => ths.map(th => th.title)"))
+        page.screenshot(path=str(ARTIFACTS / "staff-1280x720.png"), full_page=True)
