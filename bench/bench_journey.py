@@ -335,6 +335,7 @@ def main() -> None:
     parser.add_argument("--latency-steps", type=int, default=300, help="serve + submit steps of the latency run")
     parser.add_argument("--workers", type=int, default=4, help="gunicorn sync workers")
     parser.add_argument("--port", type=int, default=18437)
+    parser.add_argument("--db-prefix", default="", help="prefix of the bench databases' names (bench_journey_<size>)")
     parser.add_argument("--keep", action="store_true", help="keep the bench databases (a 1M-pair one is ~1 GB)")
     parser.add_argument("--build", nargs=4, metavar=("DB_URL", "PAIRS", "RATERS", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -347,9 +348,9 @@ def main() -> None:
     print(f"gunicorn sync workers: {args.workers}; CPUs: {os.cpu_count()}", flush=True)
     medians: dict[int, float] = {}
     for index, size in enumerate(sizes):
-        db_url = f"{args.pg}/bench_journey_{size}"
+        db_url = f"{args.pg}/{args.db_prefix}bench_journey_{size}"
         raters = 1 + (max(concurrency) if index == 0 else 0)
-        out = Path(f"/tmp/bench_journey_{size}.json")
+        out = Path(f"/tmp/{args.db_prefix}bench_journey_{size}.json")
         started = time.perf_counter()
         subprocess.run([PYTHON, __file__, "--build", db_url, str(size), str(raters), str(out)], check=True)
         built = json.loads(out.read_text())
@@ -360,7 +361,7 @@ def main() -> None:
             flush=True,
         )
         tokens = built["tokens"]
-        server = start_server(db_url, args.port, args.workers, Path(f"/tmp/bench_journey_{size}.log"))
+        server = start_server(db_url, args.port, args.workers, Path(f"/tmp/{args.db_prefix}bench_journey_{size}.log"))
         try:
             latency_rater = Rater(args.port, tokens[0])
             for _ in range(30):  # warm-up: imports, connections, caches

@@ -57,17 +57,20 @@ def pair_rank_refresh(pair: CaptionPair) -> None:
     )
 
 
-def game_pair_claim(*, rater: AbstractBaseUser) -> CaptionPair | None:
+def game_pair_claim(*, rater: AbstractBaseUser, wait: bool = True) -> CaptionPair | None:
     """Take one slot of the best game pair this rater has not seen; None when none is left.
 
-    Must run inside a transaction: the returned pair is locked and its ``in_flight`` already
-    counts the new assignment, which the caller creates in the same transaction.
+    Must run inside a transaction: the returned pair is locked, and its ``in_flight`` and
+    ``assign_rank`` already count the new assignment; the caller writes both with the
+    assignment, in the same transaction. ``wait=False`` never waits for a locked pair (for a
+    caller that holds another pair's lock: waiting there could deadlock); None then means only
+    that no open pair is free right now.
     """
     # First with SKIP LOCKED: a pair being claimed or rated right now is passed over, not
     # waited for, so raters asking at once spread over the head of the order (one query).
     # If every open pair is locked right now, wait for the first one instead: PostgreSQL
     # checks the WHERE again on the row it gets, and moves on if the pair has filled up.
-    for skip_locked in (True, False):
+    for skip_locked in (True, False) if wait else (True,):
         pair = claim_query(rater=rater, skip_locked=skip_locked).first()
         if pair is None:
             continue
@@ -77,7 +80,6 @@ def game_pair_claim(*, rater: AbstractBaseUser) -> CaptionPair | None:
             continue
         pair.in_flight += 1
         pair_rank_refresh(pair)
-        pair.save(update_fields=["in_flight", "assign_rank"])
         return pair
     return None
 
