@@ -249,6 +249,8 @@ CELERY_BEAT_SCHEDULE: dict = {
     "sweep-pending-priming": {"task": "scoring.tasks.sweep_pending_priming", "schedule": 300.0},
     "refit-calibrations": {"task": "scoring.tasks.refit_calibrations", "schedule": 6 * 3600.0},
     "train-predictor": {"task": "scoring.tasks.train_predictor", "schedule": 24 * 3600.0},
+    # The game (ratinggame.tasks): slots of abandoned assignments go back to their pairs.
+    "release-expired-assignments": {"task": "ratinggame.tasks.release_expired_assignments", "schedule": 60.0},
 }
 
 # --- REST API (ratinggame.api) ----------------------------------------------------------
@@ -257,7 +259,7 @@ REST_FRAMEWORK = {
     # Token first: an anonymous request gets 401 with "WWW-Authenticate: Token". Session
     # requests (the browser) are CSRF-checked by SessionAuthentication.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "ratinggame.api.authentication.TokenAuthentication",  # DRF's, with the roles in the same query
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

@@ -94,15 +94,19 @@ def pair_serve(*, rater: AbstractBaseUser, now: datetime | None = None) -> Serve
     is returned unchanged, with its original served time. None when nothing is left to rate.
     """
     now = now or timezone.now()
-    served, step = _serve(rater, now)
+    served, step = _serve(rater, now, wait=False)
+    if served is None and step == Step.GAME:
+        # Every open pair may be locked by raters claiming or rating it at this moment: wait
+        # for the first, in a transaction of its own, which holds no other pair's lock.
+        served, step = _serve(rater, now, wait=True)
     if served is None and step == Step.GAME and assignments_release_expired(now=now):
         # Nothing open: the slots of expired assignments may be all that is left (the periodic
         # task ratinggame.tasks.release_expired_assignments gives them back otherwise).
-        served, step = _serve(rater, now)
+        served, step = _serve(rater, now, wait=True)
     return served
 
 
-def _serve(rater, now: datetime) -> tuple[Served | None, Step]:
+def _serve(rater, now: datetime, *, wait: bool) -> tuple[Served | None, Step]:
     with transaction.atomic():
         # The profile lock makes two requests of the same rater serve one after the other.
         profile = _profile_locked(rater)
@@ -112,7 +116,7 @@ def _serve(rater, now: datetime) -> tuple[Served | None, Step]:
             return _serve_tutorial(rater, now), step
         if step == Step.PROBATION:
             return _serve_probation(rater, profile, now), step
-        return _serve_game(rater, now), step
+        return _serve_game(rater, now, wait=wait), step
 
 
 def _profile_locked(rater) -> RaterProfile:
@@ -152,10 +156,10 @@ def _serve_pair(rater, pair_id: int, stage: str, now: datetime, *, position: int
     return _served(open_, position=position, total=total)
 
 
-def _serve_game(rater, now: datetime) -> Served | None:
+def _serve_game(rater, now: datetime, *, wait: bool) -> Served | None:
     open_ = _open_assignments(rater, Pool.GAME, now).first()
     if open_ is None:
-        pair = game_pair_claim(rater=rater)
+        pair = game_pair_claim(rater=rater, wait=wait)
         if pair is None:
             return None
         writes = Writes()
@@ -401,7 +405,7 @@ def _submit_game(
         # The rater's one open game assignment was this one: the next pair is claimed here.
         # Never waiting for a locked pair while this one is held (the lock order); a miss is
         # served after the commit, by rating_submit.
-        next_pair = game_pair_claim(rater=rater, wait=False)
+        next_pair = game_pair_claim(rater=rater)
         if next_pair is not None:
             next_assignment = _slot_take(writes, rater, next_pair, now)
     if not writes.run()[closed]:
