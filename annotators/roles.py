@@ -1,5 +1,7 @@
 """The three roles (SPEC: annotators play, researchers export, admins monitor) as Django groups."""
 
+import functools
+
 from django.contrib.auth.models import Group
 from django.db.models import Exists, Model, OuterRef
 
@@ -26,9 +28,11 @@ def role_names(user) -> frozenset[str]:
     return cached
 
 
+@functools.cache
 def role_annotations(user_field: str) -> dict[str, Exists]:
     """Annotations that read the roles of the user in ``user_field`` within the query that loads
-    that user (the API's token authentication): no query of its own, and never stale."""
+    that user (the API's token authentication): no query of its own, and never stale. Built once
+    (``annotate`` copies what it is given); not to be changed by the caller."""
     return {_role_flag(name): Exists(Group.objects.filter(user=OuterRef(user_field), name=name)) for name in ROLES}
 
 
