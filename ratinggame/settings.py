@@ -96,6 +96,10 @@ def _database_config(url: str) -> dict:
     if config["ENGINE"].endswith("sqlite3"):
         config.pop("CONN_MAX_AGE", None)
         config["CONN_HEALTH_CHECKS"] = False
+    # Behind a pooler in transaction mode (PgBouncer pool_mode = transaction), consecutive
+    # transactions of one connection may reach different server connections: a server-side
+    # cursor (QuerySet.iterator) would not survive that, so iterators fetch client-side.
+    config["DISABLE_SERVER_SIDE_CURSORS"] = env_bool("DATABASE_TRANSACTION_POOLING", False)
     return config
 
 
