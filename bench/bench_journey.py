@@ -316,11 +316,11 @@ def _statements_per_rating(post: Post, mode: str, ratings: int = 10) -> dict:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
+    player = Player(post, mode)
+    player.step()  # the first rating of "one" also asks for its first pair
     checks: list[int] = []
     usable = connection.is_usable
     connection.is_usable = lambda: checks.append(1) is None and usable()
-    player = Player(post, mode)
-    player.step()  # the first rating of "one" also asks for its first pair
     with CaptureQueriesContext(connection) as captured:
         for _ in range(ratings):
             player.step()
@@ -473,7 +473,7 @@ def stored_count(db_url: str, rating_ids: list[int]) -> int:
         return cursor.fetchone()[0]
 
 
-def start_server(db_url: str, port: int, workers: int, log_path: Path) -> subprocess.Popen:
+def start_server(db_url: str, port: int, workers: int, threads: int, log_path: Path) -> subprocess.Popen:
     env = {**os.environ, **SERVER_ENV, "DATABASE_URL": db_url}
     with socket.socket() as probe:
         if probe.connect_ex(("127.0.0.1", port)) == 0:
@@ -487,6 +487,8 @@ def start_server(db_url: str, port: int, workers: int, log_path: Path) -> subpro
         str(workers),
         "--timeout",
         "120",
+        # Threads: gunicorn's gthread worker, which also keeps client connections open.
+        *(["--worker-class", "gthread", "--threads", str(threads)] if threads > 1 else []),
     ]
     server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log_path.open("w"), stderr=subprocess.STDOUT)
     deadline = time.time() + 240
@@ -542,7 +544,8 @@ def main() -> None:
     parser.add_argument("--modes", default=",".join(MODES), help="ways of rating: one (submit + next), two")
     parser.add_argument("--seconds", type=float, default=20.0, help="length of each throughput run")
     parser.add_argument("--latency-steps", type=int, default=300, help="serve + submit steps of the latency run")
-    parser.add_argument("--workers", type=int, default=4, help="gunicorn sync workers")
+    parser.add_argument("--workers", type=int, default=4, help="gunicorn workers")
+    parser.add_argument("--threads", type=int, default=1, help="threads per worker (> 1: gthread workers)")
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="profile N ratings of each way")
     parser.add_argument("--port", type=int, default=18437)
     parser.add_argument("--keep", action="store_true", help="keep the bench databases (a 1M-pair one is ~1 GB)")
@@ -558,7 +561,8 @@ def main() -> None:
     sizes = [int(size) for size in args.sizes.split(",")]
     concurrency = [int(n) for n in args.raters.split(",")]
     modes = args.modes.split(",")
-    print(f"gunicorn sync workers: {args.workers}; CPUs: {os.cpu_count()}; {load()}", flush=True)
+    kind = f"gthread workers of {args.threads} threads" if args.threads > 1 else "sync workers"
+    print(f"gunicorn {kind}: {args.workers}; CPUs: {os.cpu_count()}; {load()}", flush=True)
     medians: dict[int, float] = {}
     figures: dict[tuple[str, int], dict] = {}
     statements: dict = {}
@@ -597,7 +601,8 @@ def main() -> None:
                     flush=True,
                 )
         tokens = built["tokens"]
-        server = start_server(db_url, args.port, args.workers, Path(f"/tmp/{args.db_prefix}bench_journey_{size}.log"))
+        log_path = Path(f"/tmp/{args.db_prefix}bench_journey_{size}.log")
+        server = start_server(db_url, args.port, args.workers, args.threads, log_path)
         try:
             latency = Player(http_post(args.port, tokens[0]), "two")
             for _ in range(30):  # warm-up: imports, connections, caches
