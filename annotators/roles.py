@@ -1,6 +1,9 @@
 """The three roles (SPEC: annotators play, researchers export, admins monitor) as Django groups."""
 
+import functools
+
 from django.contrib.auth.models import Group
+from django.db.models import Exists, Model, OuterRef
 
 ANNOTATOR = "annotator"
 RESEARCHER = "researcher"
@@ -23,6 +26,23 @@ def role_names(user) -> frozenset[str]:
         cached = frozenset(user.groups.filter(name__in=ROLES).values_list("name", flat=True))
         user._role_names = cached
     return cached
+
+
+@functools.cache
+def role_annotations(user_field: str) -> dict[str, Exists]:
+    """Annotations that read the roles of the user in ``user_field`` within the query that loads
+    that user (the API's token authentication): no query of its own, and never stale. Built once
+    (``annotate`` copies what it is given); not to be changed by the caller."""
+    return {_role_flag(name): Exists(Group.objects.filter(user=OuterRef(user_field), name=name)) for name in ROLES}
+
+
+def role_names_keep(user, row: Model) -> None:
+    """Keep on ``user`` the roles read by ``role_annotations`` on ``row``, as ``role_names`` would."""
+    user._role_names = frozenset(name for name in ROLES if getattr(row, _role_flag(name)))
+
+
+def _role_flag(role: str) -> str:
+    return f"has_role_{role}"
 
 
 def has_role(user, role: str) -> bool:

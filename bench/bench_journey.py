@@ -1,27 +1,43 @@
-"""Serve + submit throughput of the game on PostgreSQL behind gunicorn, and next-pair latency at scale.
+"""The game's rating path on PostgreSQL behind gunicorn: throughput, latency, statements, profile.
 
 Not a test: it prints figures. For each pool size it builds a database of its own
-(``bench_journey_<size>``, dropped and rebuilt), starts gunicorn on it and drives the JSON
-endpoints ``POST /api/game/next`` and ``POST /api/game/submit`` with token-authenticated
-simulated raters (threads, one HTTP request at a time each, no pause between requests).
+(``[--db-prefix]bench_journey_<size>``, dropped and rebuilt), starts gunicorn on it with
+production settings and drives the JSON API with token-authenticated simulated raters
+(threads, one HTTP request at a time each, no pause between ratings), in two ways of rating:
 
-- Next-pair latency: one rater, serve + submit in turn, at 10K and at 1M game pairs; the
-  ratio of the medians (goal <= 1.5).
-- Throughput at 10 and 50 concurrent raters on the 10K pool: ratings/s, p50/p99 latency of
-  each request, and ratings acknowledged vs stored (goal: 0 lost; >= 300 ratings/s with
-  p99 <= 100 ms at 50 raters).
+- ``one``: one request per rating, ``POST /api/game/submit`` with ``"next": true`` (the answer
+  carries the feedback and the next pair);
+- ``two``: ``POST /api/game/next``, then ``POST /api/game/submit``.
 
-The 3-second floor is switched off for the run only (RATINGGAME_MIN_SECONDS_PER_RATING=0),
-and the per-user API throttle raised: a simulated rater rates far faster than a person may.
+It prints, for the first pool size:
 
-    .venv/bin/python bench/bench_journey.py [--pg postgres://postgres@127.0.0.1:5432]
-        [--sizes 10000,1000000] [--raters 10,50] [--seconds 20] [--workers 4] [--keep]
+- statements per rating, counted through Django's WSGI handler (the production path: middleware,
+  token authentication, the game; BEGIN and COMMIT included), and the connection health checks
+  (one per request, not in Django's query log);
+- for each way and each number of raters (10 and 50): ratings/s, p50 / p99 of each request and
+  of each rating, the server's CPU per rating (gunicorn workers + PostgreSQL backends) and
+  ratings acknowledged vs stored (goal: 0 lost);
+- with ``--profile N``: a cProfile of N ratings through the WSGI handler in this machine's
+  PostgreSQL, for each way: own time by layer and the top functions;
+
+and the next-pair latency with one rater at 10K and at 1M pairs (goal: ratio of the p50 <= 1.5).
+Goals (issue 14): >= 300 ratings/s with 50 raters, p99 <= 60 ms with 10 raters, <= 8 statements
+per rating. The 3-second floor is switched off for the run only
+(RATINGGAME_MIN_SECONDS_PER_RATING=0) and the per-user API throttle raised: a simulated rater
+rates far faster than a person may. The machine's load average is printed with every figure.
+
+    .venv/bin/python bench/bench_journey.py [--pg postgres://postgres@127.0.0.1:5432] [--db-prefix P]
+        [--sizes 10000,1000000] [--raters 10,50] [--modes one,two] [--seconds 20] [--workers 4]
+        [--profile 300] [--keep]
 """
 
 import argparse
+import cProfile
 import http.client
+import io
 import json
 import os
+import pstats
 import random
 import socket
 import statistics
@@ -29,19 +45,35 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = str(ROOT / ".venv" / "bin" / "python")
 GUNICORN = str(ROOT / ".venv" / "bin" / "gunicorn")
 IMAGES = 1000  # pairs share images: 1000 captions per image at 1M pairs
+MODES = ("one", "two")
+MODE_NAMES = {"one": "one request per rating", "two": "next + submit"}
+# Production settings for the server and the in-process measures; no 3-second floor, no throttle.
+SERVER_ENV = {
+    "DJANGO_DEBUG": "0",
+    "DJANGO_SECRET_KEY": "bench-only-" + "x" * 40,
+    "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+    "DJANGO_SECURE_SSL_REDIRECT": "0",
+    "RATINGGAME_MIN_SECONDS_PER_RATING": "0",
+    "RATINGGAME_THROTTLE_USER": "1000000/min",
+    # Connections kept for the whole bench: the PostgreSQL backends whose CPU is counted live
+    # through every run (one that closed during a run would take its CPU with it).
+    "DATABASE_CONN_MAX_AGE": "3600",
+}
 
 
 # --- Building a bench database (runs in a child process: Django reads DATABASE_URL once) ---------
 
 
-def build(db_url: str, pairs: int, raters: int, out: str) -> None:
-    """Create the database, migrate, add `pairs` fresh game pairs and `raters` game raters with tokens."""
+def build(db_url: str, pairs: int, raters: int, out: str, profile_ratings: int, modes: list[str]) -> None:
+    """Create the database, migrate, add `pairs` fresh game pairs and `raters` game raters with tokens;
+    then count the statements of a rating (and profile ratings) through Django's WSGI handler."""
     import psycopg2
 
     server, name = db_url.rsplit("/", 1)
@@ -52,8 +84,7 @@ def build(db_url: str, pairs: int, raters: int, out: str) -> None:
         cursor.execute(f'CREATE DATABASE "{name}"')
     admin.close()
 
-    os.environ["DATABASE_URL"] = db_url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ratinggame.settings")
+    os.environ.update(SERVER_ENV, DATABASE_URL=db_url, DJANGO_SETTINGS_MODULE="ratinggame.settings")
     sys.path.insert(0, str(ROOT))
     import django
 
@@ -78,7 +109,8 @@ def build(db_url: str, pairs: int, raters: int, out: str) -> None:
     now = timezone.now()
     annotator = ensure_roles()[ANNOTATOR]
     tokens = []
-    for i in range(raters):
+    # The bench raters, then one for each in-process measure (statement counts, profiles).
+    for i in range(raters + 2 * len(modes) + 1):
         user = get_user_model().objects.create_user(username=f"bench{i}", password=None)
         user.groups.add(annotator)
         # In the game with the qualification window already passed: random ratings would fail it.
@@ -95,7 +127,24 @@ def build(db_url: str, pairs: int, raters: int, out: str) -> None:
         cursor.execute("VACUUM ANALYZE")
     build_seconds = time.perf_counter() - started
     query_ms = _candidate_query_ms(connection, get_user_model().objects.get(username="bench0"))
-    Path(out).write_text(json.dumps({"tokens": tokens, "build_seconds": build_seconds, "query_ms": query_ms}))
+    own = iter(tokens[raters:])
+    statements = {mode: _statements_per_rating(_wsgi_post(next(own)), mode) for mode in modes}
+    floors = _floors(_wsgi_post(next(own)), 200) if profile_ratings else {}
+    profiles = {
+        mode: _profile(_wsgi_post(next(own)), mode, profile_ratings) if profile_ratings else "" for mode in modes
+    }
+    Path(out).write_text(
+        json.dumps(
+            {
+                "tokens": tokens[:raters],
+                "build_seconds": build_seconds,
+                "query_ms": query_ms,
+                "statements": statements,
+                "profiles": profiles,
+                "floors": floors,
+            }
+        )
+    )
 
 
 def drop_database(db_url: str) -> None:
@@ -150,58 +199,204 @@ def _insert_pairs(connection, model, image_ids: list[int], count: int) -> None:
         cursor.execute(sql, [image_ids, *fixed.values(), count])
 
 
-# --- Driving the server -----------------------------------------------------------------------------
+# --- A simulated rater, over HTTP (the load) or through the WSGI handler (counts, profiles) ---------
+
+Post = Callable[[str, dict | None], tuple[int, dict]]
 
 
-class Rater:
-    """One simulated rater: next, submit, next, ... over a persistent HTTP connection."""
+class Player:
+    """One simulated rater rating in a loop, in one of the two ways (MODES)."""
 
-    def __init__(self, port: int, token: str) -> None:
-        self.port = port
-        self.headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
-        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        self.next_ms: list[float] = []
-        self.submit_ms: list[float] = []
+    def __init__(self, post: Post, mode: str) -> None:
+        self.post = post
+        self.mode = mode
+        self.pending: int | None = None  # "one": the assignment served with the last feedback
+        self.next_ms: list[float] = []  # POST next
+        self.request_ms: list[float] = []  # every request
+        self.rating_ms: list[float] = []  # from the first request of a rating to its feedback
         self.acked: list[int] = []
         self.errors: dict[str, int] = {}
         self.done = False
 
-    def _post(self, path: str, body: dict | None) -> tuple[int, dict]:
+    def _request(self, path: str, body: dict | None) -> tuple[int, dict]:
+        started = time.perf_counter()
+        answer = self.post(path, body)
+        self.request_ms.append((time.perf_counter() - started) * 1000)
+        if path.endswith("/next"):
+            self.next_ms.append(self.request_ms[-1])
+        return answer
+
+    def _refused(self, what: str, status: int, body: dict) -> None:
+        code = body.get("code") or body.get("error", {}).get("code") or str(status)
+        self.errors[f"{what}:{code}"] = self.errors.get(f"{what}:{code}", 0) + 1
+        self.done = code == "none_left"
+
+    def step(self) -> None:
+        started = time.perf_counter()
+        if self.pending is None:
+            status, served = self._request("/api/game/next", None)
+            if status != 200 or "assignment_id" not in served:
+                self._refused("next", status, served)
+                return
+            self.pending = served["assignment_id"]
+        submission = {"assignment_id": self.pending, "value": random.randint(1, 5)}
+        if self.mode == "one":
+            submission["next"] = True
+        status, feedback = self._request("/api/game/submit", submission)
+        self.pending = None
+        if status != 200:
+            self._refused("submit", status, feedback)
+            return
+        self.rating_ms.append((time.perf_counter() - started) * 1000)
+        self.acked.append(feedback["rating_id"])
+        if self.mode == "one":
+            following = feedback["next"]
+            self.pending = following["assignment_id"] if following else None
+            self.done = following is None
+
+
+def http_post(port: int, token: str) -> Post:
+    """POST over one persistent HTTP connection (reconnecting once when the server closed it)."""
+    headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+
+    def post(path: str, body: dict | None) -> tuple[int, dict]:
+        nonlocal connection
         payload = json.dumps(body or {})
         for attempt in range(2):
             try:
-                self.connection.request("POST", path, payload, self.headers)
-                response = self.connection.getresponse()
+                connection.request("POST", path, payload, headers)
+                response = connection.getresponse()
                 data = response.read()
                 if response.getheader("Connection", "").lower() == "close":
-                    self.connection.close()
+                    connection.close()
                 return response.status, json.loads(data or b"{}")
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
-                # A keep-alive connection the server closed between requests: reconnect once.
-                self.connection.close()
+                connection.close()
                 if attempt:
                     raise
         raise AssertionError("unreachable")
 
-    def step(self) -> None:
-        started = time.perf_counter()
-        status, served = self._post("/api/game/next", None)
-        self.next_ms.append((time.perf_counter() - started) * 1000)
-        if status != 200 or "assignment_id" not in served:
-            code = served.get("code") or served.get("error", {}).get("code") or str(status)
-            self.errors[f"next:{code}"] = self.errors.get(f"next:{code}", 0) + 1
-            self.done = code == "none_left"
-            return
-        started = time.perf_counter()
-        status, feedback = self._post(
-            "/api/game/submit", {"assignment_id": served["assignment_id"], "value": random.randint(1, 5)}
-        )
-        self.submit_ms.append((time.perf_counter() - started) * 1000)
-        if status == 200:
-            self.acked.append(feedback["rating_id"])
-        else:
-            code = feedback.get("error", {}).get("code") or str(status)
-            self.errors[f"submit:{code}"] = self.errors.get(f"submit:{code}", 0) + 1
+    return post
+
+
+def _wsgi_post(token: str) -> Post:
+    """POST through Django's WSGI handler in this process: the server's path less gunicorn's HTTP."""
+    from django.core.wsgi import get_wsgi_application
+
+    application = get_wsgi_application()
+
+    def post(path: str, body: dict | None, method: str = "POST") -> tuple[int, dict]:
+        data = json.dumps(body or {}).encode()
+        environ = {
+            "REQUEST_METHOD": method,
+            "PATH_INFO": path,
+            "SERVER_NAME": "127.0.0.1",
+            "SERVER_PORT": "80",
+            "SERVER_PROTOCOL": "HTTP/1.1",
+            "HTTP_HOST": "127.0.0.1",
+            "HTTP_AUTHORIZATION": f"Token {token}",
+            "CONTENT_TYPE": "application/json",
+            "CONTENT_LENGTH": str(len(data)),
+            "wsgi.url_scheme": "http",
+            "wsgi.input": io.BytesIO(data),
+            "wsgi.errors": sys.stderr,
+        }
+        status: list[str] = []
+        response = application(environ, lambda line, headers, exc_info=None: status.append(line))
+        try:
+            payload = b"".join(response)
+        finally:
+            response.close()  # request_finished: what a WSGI server does after each response
+        return int(status[0][:3]), json.loads(payload or b"{}")
+
+    return post
+
+
+def _statements_per_rating(post: Post, mode: str, ratings: int = 10) -> dict:
+    """Statements Django sends per rating (its query log: BEGIN and COMMIT included), and the
+    connection health checks (one per request, run outside the query log)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    player = Player(post, mode)
+    player.step()  # the first rating of "one" also asks for its first pair
+    checks: list[int] = []
+    usable = connection.is_usable
+    connection.is_usable = lambda: checks.append(1) is None and usable()
+    with CaptureQueriesContext(connection) as captured:
+        for _ in range(ratings):
+            player.step()
+    del connection.is_usable
+    assert len(player.acked) == ratings + 1, player.errors
+    return {"statements": len(captured.captured_queries) / ratings, "health_checks": len(checks) / ratings}
+
+
+# Own time of a profile, by layer: the first layer whose fragment is in the function's file (or,
+# for a C function, its name) takes it.
+LAYERS = (
+    ("PostgreSQL round trips (psycopg2 send / wait / receive)", ("psycopg2",)),
+    ("Django ORM (querysets, SQL compiled, rows to objects)", ("django/db/",)),
+    ("DRF (request, authentication, permissions, serializers)", ("rest_framework/",)),
+    ("Django request handling, middleware, logging", ("django/", "whitenoise/", "logging/")),
+    ("the project's code", ("/ratinggame/", "/annotators/", "/scoring/")),
+)
+
+
+def _cpu_ms(call: Callable[[], object], times: int) -> float:
+    """This process's CPU per call (no profiler): the web side of a request, less gunicorn's HTTP."""
+    started = time.process_time()
+    for _ in range(times):
+        call()
+    return (time.process_time() - started) * 1000 / times
+
+
+def _floors(post: Post, times: int) -> dict:
+    """What a request costs before any game work: the framework's floor, measured the same way."""
+    refused = {"assignment_id": "x", "value": 3}  # 400 from the view: token, roles, DRF, JSON; no game
+    return {
+        "drf": _cpu_ms(lambda: post("/api/game/submit", refused), times),
+        "django": _cpu_ms(lambda: post("/healthz", None, "GET"), times),
+    }
+
+
+def _profile(post: Post, mode: str, ratings: int) -> str:
+    """cProfile of ``ratings`` ratings: own time per layer and the top functions, per rating."""
+    player = Player(post, mode)
+    for _ in range(20):  # warm-up: imports, connections, caches
+        player.step()
+    plain_cpu_ms = _cpu_ms(player.step, ratings)
+    profile = cProfile.Profile()
+    cpu = time.process_time()
+    wall = time.perf_counter()
+    profile.enable()
+    for _ in range(ratings):
+        player.step()
+    profile.disable()
+    cpu_ms = (time.process_time() - cpu) * 1000 / ratings
+    wall_ms = (time.perf_counter() - wall) * 1000 / ratings
+    stats = pstats.Stats(profile)
+    by_layer: dict[str, float] = {}
+    functions = []
+    for (filename, line, name), (_, calls, own, _, _) in stats.stats.items():
+        where = filename if filename != "~" else name
+        layer = next((label for label, parts in LAYERS if any(part in where for part in parts)), "other")
+        by_layer[layer] = by_layer.get(layer, 0.0) + own
+        functions.append((own, calls, f"{Path(filename).name}:{line}({name})" if filename != "~" else name))
+    total = sum(by_layer.values())
+    lines = [
+        f"  {MODE_NAMES[mode]}: web process CPU {plain_cpu_ms:.1f} ms per rating without the profiler; "
+        f"{ratings} ratings under cProfile: {wall_ms:.1f} ms wall, {cpu_ms:.1f} ms CPU per rating"
+    ]
+    for label, own in sorted(by_layer.items(), key=lambda item: -item[1]):
+        lines.append(f"    {own * 1000 / ratings:6.2f} ms {100 * own / total:4.0f}%  {label}")
+    lines.append("    top functions by own time, per rating:")
+    for own, calls, where in sorted(functions, reverse=True)[:12]:
+        lines.append(f"    {own * 1000 / ratings:6.2f} ms {calls / ratings:6.1f} calls  {where}")
+    return "\n".join(lines)
+
+
+# --- Driving the server -----------------------------------------------------------------------------
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -209,15 +404,15 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))] if ordered else float("nan")
 
 
-def drive(port: int, tokens: list[str], seconds: float) -> dict:
-    raters = [Rater(port, token) for token in tokens]
+def drive(port: int, tokens: list[str], mode: str, seconds: float) -> dict:
+    players = [Player(http_post(port, token), mode) for token in tokens]
     stop = threading.Event()
 
-    def loop(rater: Rater) -> None:
-        while not stop.is_set() and not rater.done:
-            rater.step()
+    def loop(player: Player) -> None:
+        while not stop.is_set() and not player.done:
+            player.step()
 
-    threads = [threading.Thread(target=loop, args=(rater,)) for rater in raters]
+    threads = [threading.Thread(target=loop, args=(player,)) for player in players]
     started = time.perf_counter()
     for thread in threads:
         thread.start()
@@ -225,23 +420,20 @@ def drive(port: int, tokens: list[str], seconds: float) -> dict:
     stop.set()
     for thread in threads:
         thread.join()
-    elapsed = time.perf_counter() - started
-    next_ms = [ms for rater in raters for ms in rater.next_ms]
-    submit_ms = [ms for rater in raters for ms in rater.submit_ms]
     errors: dict[str, int] = {}
-    for rater in raters:
-        for code, count in rater.errors.items():
+    for player in players:
+        for code, count in player.errors.items():
             errors[code] = errors.get(code, 0) + count
     return {
-        "elapsed": elapsed,
-        "acked": [rating_id for rater in raters for rating_id in rater.acked],
-        "next_ms": next_ms,
-        "submit_ms": submit_ms,
+        "elapsed": time.perf_counter() - started,
+        "acked": [rating_id for player in players for rating_id in player.acked],
+        "request_ms": [ms for player in players for ms in player.request_ms],
+        "rating_ms": [ms for player in players for ms in player.rating_ms],
         "errors": errors,
     }
 
 
-def server_pids(server: subprocess.Popen, db_url: str) -> list[int]:
+def server_pids(server: subprocess.Popen, db_url: str) -> dict[str, list[int]]:
     """The gunicorn workers and the PostgreSQL backends serving the bench database."""
     import psycopg2
 
@@ -251,20 +443,29 @@ def server_pids(server: subprocess.Popen, db_url: str) -> list[int]:
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
         backends = [row[0] for row in cursor.fetchall()]
-    return [int(pid) for pid in children] + backends
+    return {"gunicorn": [int(pid) for pid in children], "postgresql": backends}
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU time of these processes (from /proc; gone processes count 0)."""
+def cpu_seconds(pids: list[int]) -> dict[int, float]:
+    """User + system CPU time of each of these processes (from /proc; gone processes are left out)."""
     ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
+    seconds = {}
     for pid in pids:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
-    return total / ticks
+        seconds[pid] = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime (fields 14 and 15 of stat)
+    return seconds
+
+
+def server_cpu(server: subprocess.Popen, db_url: str, before: dict | None = None) -> dict:
+    """CPU seconds of the server's processes by kind; with ``before``, what they used since then
+    (a backend that connected meanwhile counts from 0)."""
+    now = {kind: cpu_seconds(pids) for kind, pids in server_pids(server, db_url).items()}
+    if before is None:
+        return now
+    return {kind: sum(t - before[kind].get(pid, 0.0) for pid, t in times.items()) for kind, times in now.items()}
 
 
 def stored_count(db_url: str, rating_ids: list[int]) -> int:
@@ -275,17 +476,8 @@ def stored_count(db_url: str, rating_ids: list[int]) -> int:
         return cursor.fetchone()[0]
 
 
-def start_server(db_url: str, port: int, workers: int, log_path: Path) -> subprocess.Popen:
-    env = {
-        **os.environ,
-        "DATABASE_URL": db_url,
-        "DJANGO_DEBUG": "0",
-        "DJANGO_SECRET_KEY": "bench-only-" + "x" * 40,
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "DJANGO_SECURE_SSL_REDIRECT": "0",
-        "RATINGGAME_MIN_SECONDS_PER_RATING": "0",
-        "RATINGGAME_THROTTLE_USER": "1000000/min",
-    }
+def start_server(db_url: str, port: int, workers: int, threads: int, log_path: Path) -> subprocess.Popen:
+    env = {**os.environ, **SERVER_ENV, "DATABASE_URL": db_url}
     with socket.socket() as probe:
         if probe.connect_ex(("127.0.0.1", port)) == 0:
             raise SystemExit(f"port {port} is in use: choose another with --port")
@@ -298,6 +490,8 @@ def start_server(db_url: str, port: int, workers: int, log_path: Path) -> subpro
         str(workers),
         "--timeout",
         "120",
+        # Threads: gunicorn's gthread worker, which also keeps client connections open.
+        *(["--worker-class", "gthread", "--threads", str(threads)] if threads > 1 else []),
     ]
     server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log_path.open("w"), stderr=subprocess.STDOUT)
     deadline = time.time() + 240
@@ -313,45 +507,76 @@ def start_server(db_url: str, port: int, workers: int, log_path: Path) -> subpro
     raise SystemExit(f"gunicorn did not start; see {log_path}")
 
 
-def summary(label: str, result: dict, stored: int) -> str:
+def load() -> str:
+    return "load average " + " ".join(f"{value:.2f}" for value in os.getloadavg()) + f" on {os.cpu_count()} CPUs"
+
+
+def throughput(args, server: subprocess.Popen, db_url: str, tokens: list[str], mode: str, count: int) -> dict:
+    """One throughput run; prints its line and returns its figures."""
+    before = load()
+    cpu_before = server_cpu(server, db_url)
+    result = drive(args.port, tokens[:count], mode, args.seconds)
     acked = len(result["acked"])
-    both = result["next_ms"] + result["submit_ms"]
-    return (
-        f"{label}: {acked / result['elapsed']:.0f} ratings/s over {result['elapsed']:.1f} s | "
-        f"next p50 {percentile(result['next_ms'], 50):.1f} ms p99 {percentile(result['next_ms'], 99):.1f} ms | "
-        f"submit p50 {percentile(result['submit_ms'], 50):.1f} ms p99 {percentile(result['submit_ms'], 99):.1f} ms | "
-        f"all requests p50 {percentile(both, 50):.1f} ms p99 {percentile(both, 99):.1f} ms | "
-        f"acknowledged {acked}, stored {stored}, lost {acked - stored}"
+    cpu_ms = {kind: used * 1000 / max(acked, 1) for kind, used in server_cpu(server, db_url, cpu_before).items()}
+    stored = stored_count(db_url, result["acked"])
+    figures = {
+        "rate": acked / result["elapsed"],
+        "request_p99": percentile(result["request_ms"], 99),
+        "rating_p99": percentile(result["rating_ms"], 99),
+        "lost": acked - stored,
+    }
+    print(
+        f"  {MODE_NAMES[mode]}, {count} raters: {figures['rate']:.0f} ratings/s over {result['elapsed']:.1f} s | "
+        f"request p50 {percentile(result['request_ms'], 50):.1f} ms p99 {figures['request_p99']:.1f} ms | "
+        f"rating p50 {percentile(result['rating_ms'], 50):.1f} ms p99 {figures['rating_p99']:.1f} ms | "
+        f"server CPU per rating {sum(cpu_ms.values()):.1f} ms (gunicorn {cpu_ms['gunicorn']:.1f}, "
+        f"PostgreSQL {cpu_ms['postgresql']:.1f}) | acknowledged {acked}, stored {stored}, lost {acked - stored}"
         + (f" | refused {result['errors']}" if result["errors"] else "")
+        + f" | {before} before, {load()} after",
+        flush=True,
     )
+    return figures
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432", help="PostgreSQL server URL (no db)")
+    parser.add_argument("--db-prefix", default="", help="prefix of the bench databases' names (bench_journey_<size>)")
     parser.add_argument("--sizes", default="10000,1000000", help="game pool sizes; the first one carries the load")
     parser.add_argument("--raters", default="10,50", help="concurrent raters of the throughput runs")
+    parser.add_argument("--modes", default=",".join(MODES), help="ways of rating: one (submit + next), two")
     parser.add_argument("--seconds", type=float, default=20.0, help="length of each throughput run")
     parser.add_argument("--latency-steps", type=int, default=300, help="serve + submit steps of the latency run")
-    parser.add_argument("--workers", type=int, default=4, help="gunicorn sync workers")
+    parser.add_argument("--workers", type=int, default=4, help="gunicorn workers")
+    parser.add_argument("--threads", type=int, default=1, help="threads per worker (> 1: gthread workers)")
+    parser.add_argument("--profile", type=int, default=0, metavar="N", help="profile N ratings of each way")
     parser.add_argument("--port", type=int, default=18437)
     parser.add_argument("--keep", action="store_true", help="keep the bench databases (a 1M-pair one is ~1 GB)")
-    parser.add_argument("--build", nargs=4, metavar=("DB_URL", "PAIRS", "RATERS", "OUT"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--build", nargs=6, metavar=("DB_URL", "PAIRS", "RATERS", "OUT", "PROFILE", "MODES"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args()
     if args.build:
-        build(args.build[0], int(args.build[1]), int(args.build[2]), args.build[3])
+        db_url, pairs, raters, out, profile, modes = args.build
+        build(db_url, int(pairs), int(raters), out, int(profile), modes.split(","))
         return
 
     sizes = [int(size) for size in args.sizes.split(",")]
     concurrency = [int(n) for n in args.raters.split(",")]
-    print(f"gunicorn sync workers: {args.workers}; CPUs: {os.cpu_count()}", flush=True)
+    modes = args.modes.split(",")
+    kind = f"gthread workers of {args.threads} threads" if args.threads > 1 else "sync workers"
+    print(f"gunicorn {kind}: {args.workers}; CPUs: {os.cpu_count()}; {load()}", flush=True)
     medians: dict[int, float] = {}
+    figures: dict[tuple[str, int], dict] = {}
+    statements: dict = {}
     for index, size in enumerate(sizes):
-        db_url = f"{args.pg}/bench_journey_{size}"
-        raters = 1 + (max(concurrency) if index == 0 else 0)
-        out = Path(f"/tmp/bench_journey_{size}.json")
+        db_url = f"{args.pg}/{args.db_prefix}bench_journey_{size}"
+        raters = 1 + (max(concurrency) * len(modes) if index == 0 else 0)
+        out = Path(f"/tmp/{args.db_prefix}bench_journey_{size}.json")
         started = time.perf_counter()
-        subprocess.run([PYTHON, __file__, "--build", db_url, str(size), str(raters), str(out)], check=True)
+        profile = args.profile if index == 0 else 0
+        command = [PYTHON, __file__, "--build", db_url, str(size), str(raters), str(out), str(profile), args.modes]
+        subprocess.run(command, check=True)
         built = json.loads(out.read_text())
         print(
             f"[{size:,} game pairs] database built in {time.perf_counter() - started:.0f} s "
@@ -359,36 +584,47 @@ def main() -> None:
             f"(EXPLAIN ANALYZE, median of 30): {built['query_ms']:.3f} ms",
             flush=True,
         )
+        if index == 0:
+            statements = built["statements"]
+            for mode, counted in statements.items():
+                print(
+                    f"[{size:,} game pairs] statements per rating, {MODE_NAMES[mode]}: {counted['statements']:.1f} "
+                    f"(BEGIN and COMMIT included) + {counted['health_checks']:.1f} connection health checks",
+                    flush=True,
+                )
+            for text in built["profiles"].values():
+                if text:
+                    print(f"[{size:,} game pairs] profile ({load()}):\n{text}", flush=True)
+            if built["floors"]:
+                print(
+                    f"[{size:,} game pairs] the framework's floor, web process CPU per request: "
+                    f"{built['floors']['drf']:.1f} ms for an API request refused before any game work "
+                    f"(middleware, token and roles, DRF, JSON: 1 statement), {built['floors']['django']:.1f} ms "
+                    f"for GET /healthz (Django, SELECT 1)",
+                    flush=True,
+                )
         tokens = built["tokens"]
-        server = start_server(db_url, args.port, args.workers, Path(f"/tmp/bench_journey_{size}.log"))
+        log_path = Path(f"/tmp/{args.db_prefix}bench_journey_{size}.log")
+        server = start_server(db_url, args.port, args.workers, args.threads, log_path)
         try:
-            latency_rater = Rater(args.port, tokens[0])
+            latency = Player(http_post(args.port, tokens[0]), "two")
             for _ in range(30):  # warm-up: imports, connections, caches
-                latency_rater.step()
-            latency_rater.next_ms.clear()
-            latency_rater.submit_ms.clear()
+                latency.step()
+            latency.next_ms.clear()
             for _ in range(args.latency_steps):
-                latency_rater.step()
-            medians[size] = statistics.median(latency_rater.next_ms)
+                latency.step()
+            medians[size] = statistics.median(latency.next_ms)
             print(
                 f"[{size:,} game pairs] next-pair latency, one rater: p50 {medians[size]:.2f} ms, "
-                f"p99 {percentile(latency_rater.next_ms, 99):.2f} ms ({len(latency_rater.next_ms)} serves)",
+                f"p99 {percentile(latency.next_ms, 99):.2f} ms ({len(latency.next_ms)} serves; {load()})",
                 flush=True,
             )
             if index == 0:
-                for count in concurrency:
-                    pids = server_pids(server, db_url)
-                    cpu_before = cpu_seconds(pids)
-                    result = drive(args.port, tokens[1 : 1 + count], args.seconds)
-                    cpu_ms = (cpu_seconds(pids) - cpu_before) * 1000 / max(len(result["acked"]), 1)
-                    stored = stored_count(db_url, result["acked"])
-                    print(f"[{size:,} game pairs] " + summary(f"{count} raters", result, stored), flush=True)
-                    print(
-                        f"[{size:,} game pairs] {count} raters: server CPU per rating (gunicorn workers + "
-                        f"PostgreSQL backends, next + submit) {cpu_ms:.1f} ms; load average during the run "
-                        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs",
-                        flush=True,
-                    )
+                print(f"[{size:,} game pairs] throughput:", flush=True)
+                for number, mode in enumerate(modes):
+                    own = tokens[1 + number * max(concurrency) : 1 + (number + 1) * max(concurrency)]
+                    for count in concurrency:
+                        figures[mode, count] = throughput(args, server, db_url, own, mode, count)
         finally:
             server.terminate()
             server.wait(timeout=30)
@@ -400,6 +636,25 @@ def main() -> None:
             f"next-pair latency ratio {large:,} / {small:,} pairs (p50): {medians[large] / medians[small]:.2f} "
             "(goal <= 1.5)"
         )
+    goals(figures, statements)
+
+
+def goals(figures: dict, statements: dict) -> None:
+    """The issue's goals beside what this run measured (one request per rating)."""
+    one = {count: figure for (mode, count), figure in figures.items() if mode == "one"}
+    if 50 in one:
+        print(f"goal >= 300 ratings/s with 50 raters: {one[50]['rate']:.0f}" + _met(one[50]["rate"] >= 300))
+    if 10 in one:
+        print(f"goal p99 <= 60 ms with 10 raters: {one[10]['rating_p99']:.1f} ms" + _met(one[10]["rating_p99"] <= 60))
+    if "one" in statements:
+        count = statements["one"]["statements"]
+        print(f"goal <= 8 statements per rating: {count:.1f}" + _met(count <= 8))
+    lost = sum(figure["lost"] for figure in figures.values())
+    print(f"acknowledged ratings lost, all runs: {lost}" + _met(lost == 0))
+
+
+def _met(met: bool) -> str:
+    return " (met)" if met else " (NOT met)"
 
 
 if __name__ == "__main__":

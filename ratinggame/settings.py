@@ -96,6 +96,10 @@ def _database_config(url: str) -> dict:
     if config["ENGINE"].endswith("sqlite3"):
         config.pop("CONN_MAX_AGE", None)
         config["CONN_HEALTH_CHECKS"] = False
+    # Behind a pooler in transaction mode (PgBouncer pool_mode = transaction), consecutive
+    # transactions of one connection may reach different server connections: a server-side
+    # cursor (QuerySet.iterator) would not survive that, so iterators fetch client-side.
+    config["DISABLE_SERVER_SIDE_CURSORS"] = env_bool("DATABASE_TRANSACTION_POOLING", False)
     return config
 
 
@@ -276,6 +280,8 @@ CELERY_BEAT_SCHEDULE: dict = {
     "sweep-pending-priming": {"task": "scoring.tasks.sweep_pending_priming", "schedule": 300.0},
     "refit-calibrations": {"task": "scoring.tasks.refit_calibrations", "schedule": 6 * 3600.0},
     "train-predictor": {"task": "scoring.tasks.train_predictor", "schedule": 24 * 3600.0},
+    # The game (ratinggame.tasks): slots of abandoned assignments go back to their pairs.
+    "release-expired-assignments": {"task": "ratinggame.tasks.release_expired_assignments", "schedule": 60.0},
 }
 
 # --- REST API (ratinggame.api) ----------------------------------------------------------
@@ -284,7 +290,7 @@ REST_FRAMEWORK = {
     # Token first: an anonymous request gets 401 with "WWW-Authenticate: Token". Session
     # requests (the browser) are CSRF-checked by SessionAuthentication.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "ratinggame.api.authentication.TokenAuthentication",  # DRF's, with the roles in the same query
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

@@ -1,5 +1,7 @@
 """Accounts for scripts: sign up as a rater, exchange a username and password for a token.
 
+Tokens are checked by ``ratinggame.api.authentication.TokenAuthentication``.
+
 ``POST auth/signup`` creates an annotator (``annotators.services.rater_signup``, the same as
 the sign-up page) and answers a token; ``POST auth/token`` answers the token of an existing
 account; ``DELETE auth/token`` revokes the caller's token (a new POST makes a new one). Send it as

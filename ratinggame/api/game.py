@@ -4,7 +4,8 @@ annotators.journey), so a script can play the whole journey.
 ``GET step`` says where the rater is (consent, tutorial, probation, game, suspended) and how
 far along; ``POST consent`` records consent; ``POST next`` serves the rater's next pair, or the
 one already open (reload-safe); ``POST submit`` with ``{"assignment_id", "value": 1..5}`` stores
-the rating and answers its feedback; ``GET feedback/{assignment_id}`` shows it again.
+the rating and answers its feedback, and with ``"next": true`` the rater's next pair too (one
+request per rating); ``GET feedback/{assignment_id}`` shows it again.
 
 Times are the server's: anything else in a body (a client's idea of the served time, say) is
 ignored, and a rating is accepted from ``min_submit_at`` on. Nothing served before rating
@@ -86,6 +87,17 @@ class FeedbackSerializer(serializers.Serializer):
     rating_id = serializers.IntegerField()
 
 
+class SubmittedSerializer(FeedbackSerializer):
+    """The answer of a submission: its feedback, and the next pair when the submission asked for it."""
+
+    next = ServedSerializer(
+        allow_null=True,
+        required=False,
+        help_text='Only when the submission asked for it ("next": true): the pair to rate next, '
+        "served now (as POST next serves it); null when nothing is left to rate right now.",
+    )
+
+
 class TutorialProgressSerializer(serializers.Serializer):
     done = serializers.IntegerField()
     total = serializers.IntegerField()
@@ -143,10 +155,13 @@ class ConsentSerializer(serializers.Serializer):
 
 
 class SubmitSerializer(serializers.Serializer):
-    """Only these two fields are read; the value is checked by the game (a whole number 1..5)."""
+    """Only these fields are read; the value is checked by the game (a whole number 1..5)."""
 
     assignment_id = serializers.IntegerField()
     value = serializers.IntegerField(min_value=1, max_value=5)
+    next = serializers.BooleanField(
+        required=False, default=False, help_text="true: answer the next pair to rate as well (one request per rating)."
+    )
 
 
 # --- Views ------------------------------------------------------------------------------------
@@ -200,8 +215,8 @@ class SubmitRatingView(GameView):
         tags=[TAG],
         request=SubmitSerializer,
         responses={
-            200: FeedbackSerializer,
-            400: OpenApiResponse(ErrorSerializer, description="invalid_value, too_early, expired"),
+            200: SubmittedSerializer,
+            400: OpenApiResponse(ErrorSerializer, description="invalid_value, too_early, expired, invalid (next)"),
             401: ErrorSerializer,
             403: OpenApiResponse(ErrorSerializer, description="not_yours, wrong_stage, suspended, no_consent"),
             404: ErrorSerializer,
@@ -212,10 +227,16 @@ class SubmitRatingView(GameView):
         assignment_id = data.get("assignment_id")
         if isinstance(assignment_id, bool) or not isinstance(assignment_id, int):
             return error_response("invalid_value", "assignment_id must be a whole number.", 400)
+        serve_next = data.get("next", False)
+        if not isinstance(serve_next, bool):
+            return error_response("invalid", "next must be true or false.", 400, {"next": ["Must be true or false."]})
         # The value goes to the game as sent: it alone decides what a rating is ("3.5", 3.0,
         # true and "" are refused there with invalid_value, whatever a JSON parser made of them).
-        feedback = game.rating_submit(rater=request.user, assignment_id=assignment_id, value=data.get("value"))
-        return Response(FeedbackSerializer(feedback).data)
+        feedback = game.rating_submit(
+            rater=request.user, assignment_id=assignment_id, value=data.get("value"), serve_next=serve_next
+        )
+        # "next" is in the answer only when asked for: a plain submission answers as it always did.
+        return Response((SubmittedSerializer if serve_next else FeedbackSerializer)(feedback).data)
 
 
 class FeedbackView(GameView):

@@ -59,29 +59,47 @@ def pair_rank_refresh(pair: CaptionPair) -> None:
     )
 
 
-def game_pair_claim(*, rater: AbstractBaseUser) -> CaptionPair | None:
-    """Take one slot of the best game pair this rater has not seen; None when none is left.
+def game_pair_claim(*, rater: AbstractBaseUser, wait: bool = False) -> CaptionPair | None:
+    """Take one slot of the best game pair this rater has not seen; None when none is free.
 
-    Must run inside a transaction: the returned pair is locked and its ``in_flight`` already
-    counts the new assignment, which the caller creates in the same transaction.
+    Must run inside a transaction: the returned pair is locked, and its ``in_flight`` and
+    ``assign_rank`` already count the new assignment; the caller writes both with the
+    assignment, in the same transaction.
+
+    Without ``wait`` (one query), a pair being claimed or rated right now is passed over (SKIP
+    LOCKED), so raters asking at once spread over the head of the order; None may then mean
+    only that every open pair is locked at this moment. With ``wait``, the head of the order is
+    waited for, one pair at a time: call it in a transaction that holds no pair's lock.
     """
-    # First with SKIP LOCKED: a pair being claimed or rated right now is passed over, not
-    # waited for, so raters asking at once spread over the head of the order (one query).
-    # If every open pair is locked right now, wait for the first one instead: PostgreSQL
-    # checks the WHERE again on the row it gets, and moves on if the pair has filled up.
-    for skip_locked in (True, False):
-        pair = claim_query(rater=rater, skip_locked=skip_locked).first()
-        if pair is None:
-            continue
-        pair_rank_refresh(pair)
-        if pair.assign_rank is None:  # a stale stored rank: correct it and look again
-            pair.save(update_fields=["assign_rank"])
-            continue
-        pair.in_flight += 1
-        pair_rank_refresh(pair)
-        pair.save(update_fields=["in_flight", "assign_rank"])
-        return pair
+    if not wait:
+        return _slot_counted(claim_query(rater=rater).first())
+    while (head := _candidates(rater).values_list("pk", flat=True).first()) is not None:
+        with transaction.atomic():
+            pair = claim_query(rater=rater, skip_locked=False).filter(pk=head).first()
+            if pair is None:
+                # It filled up while we waited (PostgreSQL checks the WHERE again on the row it
+                # gets). Its lock is kept to the end of the transaction unless the savepoint is
+                # rolled back: give it back before waiting for the next one, or two raters
+                # waiting for each other's pairs would deadlock.
+                transaction.set_rollback(True)
+                continue
+        slot = _slot_counted(pair)
+        if slot is not None:
+            return slot
     return None
+
+
+def _slot_counted(pair: CaptionPair | None) -> CaptionPair | None:
+    """``pair`` (locked) with the new assignment counted; None when its stored rank was stale."""
+    if pair is None:
+        return None
+    pair_rank_refresh(pair)
+    if pair.assign_rank is None:  # a stale stored rank: correct it (the caller looks again)
+        pair.save(update_fields=["assign_rank"])
+        return None
+    pair.in_flight += 1
+    pair_rank_refresh(pair)
+    return pair
 
 
 def claim_query(*, rater: AbstractBaseUser, skip_locked: bool = True) -> QuerySet:
@@ -91,13 +109,15 @@ def claim_query(*, rater: AbstractBaseUser, skip_locked: bool = True) -> QuerySe
     EXISTS probes the unique (rater, pair) index of game assignments. No sort, no scan of the
     pool: the cost does not grow with the number of pairs.
     """
+    return _candidates(rater).select_related("image").select_for_update(skip_locked=skip_locked, of=("self",))
+
+
+def _candidates(rater: AbstractBaseUser) -> QuerySet:
     seen = Assignment.objects.filter(rater=rater, pair=OuterRef("pk"), stage=Pool.GAME)
     return (
         CaptionPair.objects.filter(pool=Pool.GAME, assign_rank__isnull=False)
         .filter(~Exists(seen))
         .order_by("assign_rank", "id")
-        .select_related("image")
-        .select_for_update(skip_locked=skip_locked, of=("self",))
     )
 
 

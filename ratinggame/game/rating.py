@@ -12,10 +12,14 @@ rating, the pair's aggregates, the rater's scores and state in one transaction, 
 rater's profile row and the pair row locked (profile first, then pairs in id order: one lock
 order everywhere, so no deadlock). Submitting the same assignment again returns the first
 feedback.
+
+One request per rating: ``rating_submit(..., serve_next=True)`` also serves the rater's next
+pair. In the game that happens in the rating's own transaction, and the transaction's writes
+go to the database together (``writes.Writes``): a rating and the next serve cost a handful of
+statements (``tests/ratinggame/game/test_statements.py`` holds the count).
 """
 
-import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -28,13 +32,9 @@ from annotators.journey import WINDOW_FAILED_REASON, Step, Window
 from annotators.models import RaterProfile
 from ratinggame.game.aggregates import in_force, pair_rating_add, ratings_exclude
 from ratinggame.game.assignment import assignments_release_expired, game_pair_claim, pair_rank_refresh
+from ratinggame.game.writes import Writes
 from ratinggame.models import Assignment, CaptionPair, Pool, Rating
 from scoring.consensus import consensus_from_aggregates, player_score_from_aggregates, tutorial_points
-
-# Share of serves that also sweep expired game assignments (the sweep is one index probe when
-# nothing has expired; it always runs when a rater finds no pair).
-SWEEP_SHARE = 0.1
-_random = random.SystemRandom()
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,7 @@ class Feedback:
     )  # tutorial_passed|tutorial_failed|probation_passed|probation_failed|window_passed|window_failed
     level: int
     rating_id: int
+    next: Served | None = None  # the rater's next pair, when the submission asked for it (serve_next)
 
 
 class RatingRejected(Exception):
@@ -93,17 +94,19 @@ def pair_serve(*, rater: AbstractBaseUser, now: datetime | None = None) -> Serve
     is returned unchanged, with its original served time. None when nothing is left to rate.
     """
     now = now or timezone.now()
-    if _random.random() < SWEEP_SHARE:
-        # Now and then, slots of abandoned game assignments go back to their pairs.
-        assignments_release_expired(now=now)
-    served, step = _serve(rater, now)
+    served, step = _serve(rater, now, wait=False)
+    if served is None and step == Step.GAME:
+        # Every open pair may be locked by raters claiming or rating it at this moment: wait
+        # for the first, in a transaction of its own, which holds no other pair's lock.
+        served, step = _serve(rater, now, wait=True)
     if served is None and step == Step.GAME and assignments_release_expired(now=now):
-        # Nothing open: the slots of expired assignments may be all that is left.
-        served, step = _serve(rater, now)
+        # Nothing open: the slots of expired assignments may be all that is left (the periodic
+        # task ratinggame.tasks.release_expired_assignments gives them back otherwise).
+        served, step = _serve(rater, now, wait=True)
     return served
 
 
-def _serve(rater, now: datetime) -> tuple[Served | None, Step]:
+def _serve(rater, now: datetime, *, wait: bool) -> tuple[Served | None, Step]:
     with transaction.atomic():
         # The profile lock makes two requests of the same rater serve one after the other.
         profile = _profile_locked(rater)
@@ -113,7 +116,7 @@ def _serve(rater, now: datetime) -> tuple[Served | None, Step]:
             return _serve_tutorial(rater, now), step
         if step == Step.PROBATION:
             return _serve_probation(rater, profile, now), step
-        return _serve_game(rater, now), step
+        return _serve_game(rater, now, wait=wait), step
 
 
 def _profile_locked(rater) -> RaterProfile:
@@ -148,18 +151,29 @@ def _serve_probation(rater, profile: RaterProfile, now: datetime) -> Served | No
 def _serve_pair(rater, pair_id: int, stage: str, now: datetime, *, position: int, total: int) -> Served:
     open_ = _open_assignments(rater, stage, now).filter(pair_id=pair_id).first()
     if open_ is None:
-        open_ = _assignment_create(rater, CaptionPair.objects.select_related("image").get(pk=pair_id), stage, now)
+        open_ = _assignment_new(rater, CaptionPair.objects.select_related("image").get(pk=pair_id), stage, now)
+        open_.save()
     return _served(open_, position=position, total=total)
 
 
-def _serve_game(rater, now: datetime) -> Served | None:
+def _serve_game(rater, now: datetime, *, wait: bool) -> Served | None:
     open_ = _open_assignments(rater, Pool.GAME, now).first()
     if open_ is None:
-        pair = game_pair_claim(rater=rater)
+        pair = game_pair_claim(rater=rater, wait=wait)
         if pair is None:
             return None
-        open_ = _assignment_create(rater, pair, Pool.GAME, now, holds_slot=True)
+        writes = Writes()
+        open_ = _slot_take(writes, rater, pair, now)
+        writes.run()
     return _served(open_, position=None, total=None)
+
+
+def _slot_take(writes: Writes, rater, pair: CaptionPair, now: datetime) -> Assignment:
+    """Add to ``writes`` the slot of ``pair`` that ``game_pair_claim`` took: its counters and the assignment."""
+    writes.update(CaptionPair.objects.filter(pk=pair.pk), in_flight=pair.in_flight, assign_rank=pair.assign_rank)
+    assignment = _assignment_new(rater, pair, Pool.GAME, now, holds_slot=True)
+    writes.insert(assignment)
+    return assignment
 
 
 def _open_assignments(rater, stage: str, now: datetime):
@@ -170,9 +184,10 @@ def _open_assignments(rater, stage: str, now: datetime):
     )
 
 
-def _assignment_create(rater, pair: CaptionPair, stage: str, now: datetime, *, holds_slot: bool = False) -> Assignment:
+def _assignment_new(rater, pair: CaptionPair, stage: str, now: datetime, *, holds_slot: bool = False) -> Assignment:
+    """An assignment served now, not saved yet."""
     expiry = timedelta(seconds=settings.RATINGGAME["ASSIGNMENT_EXPIRY_SECONDS"])
-    return Assignment.objects.create(
+    return Assignment(
         rater=rater, pair=pair, stage=stage, served_at=now, expires_at=now + expiry, holds_slot=holds_slot
     )
 
@@ -199,24 +214,38 @@ def _served(assignment: Assignment, *, position: int | None, total: int | None) 
 
 
 def rating_submit(
-    *, rater: AbstractBaseUser, assignment_id: int, value: object, now: datetime | None = None
+    *,
+    rater: AbstractBaseUser,
+    assignment_id: int,
+    value: object,
+    now: datetime | None = None,
+    serve_next: bool = False,
 ) -> Feedback:
     """Store the rater's rating of a pair served to them; return what to show them.
 
     ``value`` must be a whole number 1..5 (an int, or the text "1".."5" a form sends).
     Served and submitted times are the server's; nothing the client says about time is used.
     Raises RatingRejected; a rejected submission changes nothing.
+
+    ``serve_next``: the feedback also carries the rater's next pair (``Feedback.next``, None
+    when nothing is left), served at ``now`` as ``pair_serve`` would serve it; a repeated
+    submission carries the pair open now.
     """
     now = now or timezone.now()
     try:
-        return _submit(rater, assignment_id, value, now)
+        feedback = _submit(rater, assignment_id, value, now, serve_next=serve_next)
     except IntegrityError:
         # The one-rating-per-assignment constraint: a concurrent submission of the same
         # assignment stored its rating first. Show that one (idempotent).
         rating = Rating.objects.filter(assignment_id=assignment_id, rater=rater).first()
         if rating is None:
             raise
-        return _feedback_from(rating)
+        feedback = _feedback_from(rating)
+    if serve_next and feedback.next is None:
+        # Not served with the rating: a repeated submission, a change of stage, or no free
+        # game pair without waiting for a lock. Served now, in a transaction of its own.
+        feedback = replace(feedback, next=pair_serve(rater=rater, now=now))
+    return feedback
 
 
 def feedback_for(*, rater: AbstractBaseUser, assignment_id: int) -> Feedback:
@@ -229,13 +258,17 @@ def feedback_for(*, rater: AbstractBaseUser, assignment_id: int) -> Feedback:
     return _feedback_from(rating)
 
 
-def _submit(rater, assignment_id: int, raw_value: object, now: datetime) -> Feedback:
+def _submit(rater, assignment_id: int, raw_value: object, now: datetime, *, serve_next: bool) -> Feedback:
     with transaction.atomic():
         profile = _profile_locked(rater)
         step = journey.step_of(profile)
         _check_may_rate(step)
         value = _clean_value(raw_value)
-        assignment = _assignment_of(rater, assignment_id)
+        # In the game the rated pair is locked by the query that reads the assignment (after
+        # the profile: the one lock order), except when this rating closes the qualification
+        # window: then it is locked with the window's pairs, in id order (_submit_game).
+        window = Window(count=profile.window_count, points=profile.window_points)
+        assignment = _assignment_of(rater, assignment_id, lock_pair=step == Step.GAME and not window.closing)
         existing = getattr(assignment, "rating", None)
         if existing is not None:
             existing.pair = assignment.pair
@@ -255,7 +288,7 @@ def _submit(rater, assignment_id: int, raw_value: object, now: datetime) -> Feed
             return _submit_tutorial(rater, profile, assignment, value, now)
         if step == Step.PROBATION:
             return _submit_probation(rater, profile, assignment, value, now)
-        return _submit_game(rater, profile, assignment, value, now)
+        return _submit_game(rater, profile, assignment, value, now, serve_next=serve_next)
 
 
 def _submit_tutorial(rater, profile: RaterProfile, assignment: Assignment, value: int, now: datetime) -> Feedback:
@@ -309,7 +342,9 @@ def _submit_probation(rater, profile: RaterProfile, assignment: Assignment, valu
     return _rating_store(assignment, value, points, pair.expert_rating, shown, profile, now)
 
 
-def _submit_game(rater, profile: RaterProfile, assignment: Assignment, value: int, now: datetime) -> Feedback:
+def _submit_game(
+    rater, profile: RaterProfile, assignment: Assignment, value: int, now: datetime, *, serve_next: bool
+) -> Feedback:
     window_before = Window(count=profile.window_count, points=profile.window_points)
     window_rating_ids: list[int] = []
     if window_before.closing:
@@ -318,30 +353,24 @@ def _submit_game(rater, profile: RaterProfile, assignment: Assignment, value: in
         in_window = _window_ratings(rater, profile, window_before.count)
         window_rating_ids = [rating_id for rating_id, _ in in_window]
         lock_ids = sorted({pair_id for _, pair_id in in_window} | {assignment.pair_id})
-        list(CaptionPair.objects.select_for_update().filter(pk__in=lock_ids).order_by("id").values_list("id"))
-    pair = CaptionPair.objects.select_for_update().get(pk=assignment.pair_id)
+        locked = CaptionPair.objects.select_for_update().filter(pk__in=lock_ids).order_by("id")
+        assignment.pair = next(pair for pair in locked if pair.pk == assignment.pair_id)
+    pair = assignment.pair  # locked, as read after the lock
 
     before = in_force(pair)
     consensus_of = [pair.human_count, before.count - pair.human_count]  # other players, model primes
     first_rater = before.count == 0
     points = 0 if first_rater else player_score_from_aggregates(value, before.count, before.total, before.total_sq)
     reference = consensus_from_aggregates(before.count, before.total)
-
-    # The assignment gives its slot back as it turns into a rating. If the slot is gone
-    # already (expired and released to another rater), the rating would overfill the pair.
-    if not Assignment.objects.filter(pk=assignment.pk, holds_slot=True).update(holds_slot=False, submitted_at=now):
-        raise _expired()
     pair.in_flight = max(pair.in_flight - 1, 0)
     pair_rating_add(pair, value)
     pair_rank_refresh(pair)
-    pair.save(update_fields=["human_count", "human_sum", "human_sumsq", "in_flight", "assign_rank"])
 
     window = window_before.after(points)
     transition = window.outcome if window_before.open else None
     window_failed = transition == "window_failed"
     profile.game_score = 0 if window_failed else profile.game_score + points
     profile.window_count, profile.window_points = window.count, window.points
-    profile.save(update_fields=["game_score", "window_count", "window_points"])
     shown = {
         "stage_total": profile.game_score,
         "stage_max": None,
@@ -350,11 +379,47 @@ def _submit_game(rater, profile: RaterProfile, assignment: Assignment, value: in
         "consensus_of": consensus_of,
         "window": [window.count, window.points],
     }
-    feedback = _rating_store(assignment, value, points, reference, shown, profile, now)
+    rating = _rating_new(assignment, value, points, reference, shown, profile, now)
+
+    writes = Writes()
+    # The assignment gives its slot back as it turns into a rating. If the slot is gone
+    # already (expired and released to another rater), the rating would overfill the pair.
+    closed = writes.update(
+        Assignment.objects.filter(pk=assignment.pk, holds_slot=True), holds_slot=False, submitted_at=now
+    )
+    writes.update(
+        CaptionPair.objects.filter(pk=pair.pk),
+        human_count=pair.human_count,
+        human_sum=pair.human_sum,
+        human_sumsq=pair.human_sumsq,
+        in_flight=pair.in_flight,
+        assign_rank=pair.assign_rank,
+    )
+    writes.update(
+        RaterProfile.objects.filter(pk=profile.pk),
+        game_score=profile.game_score,
+        window_count=profile.window_count,
+        window_points=profile.window_points,
+    )
+    writes.insert(rating)
+    next_assignment = None
+    if serve_next and not window_failed:
+        # The rater's one open game assignment was this one: the next pair is claimed here.
+        # Never waiting for a locked pair while this one is held (the lock order); a miss is
+        # served after the commit, by rating_submit.
+        next_pair = game_pair_claim(rater=rater)
+        if next_pair is not None:
+            next_assignment = _slot_take(writes, rater, next_pair, now)
+    if not writes.run()[closed]:
+        raise _expired()  # the transaction rolls back: nothing of this rating is stored
+
+    feedback = _feedback_from(rating)
     if window_failed:
         # SPEC 2.3: score reset, back to probation, the window's ratings kept but excluded.
         ratings_exclude(rating_ids=[*window_rating_ids, feedback.rating_id], reason=WINDOW_FAILED_REASON)
         progress.probation_enter(profile=profile)
+    if next_assignment is not None:
+        feedback = replace(feedback, next=_served(next_assignment, position=None, total=None))
     return feedback
 
 
@@ -375,10 +440,28 @@ def _rating_store(
     profile: RaterProfile,
     now: datetime,
 ) -> Feedback:
-    shown = {**shown, "level": journey.level_for(profile.game_score)}
-    rating = Rating.objects.create(
+    """Store a tutorial or probation rating and close its assignment (a game rating: _submit_game)."""
+    rating = _rating_new(assignment, value, points, reference, shown, profile, now)
+    writes = Writes()
+    writes.insert(rating)
+    writes.update(Assignment.objects.filter(pk=assignment.pk), submitted_at=now)
+    writes.run()
+    return _feedback_from(rating)
+
+
+def _rating_new(
+    assignment: Assignment,
+    value: int,
+    points: int,
+    reference: int | None,
+    shown: dict,
+    profile: RaterProfile,
+    now: datetime,
+) -> Rating:
+    """The rating of ``assignment`` with what the rater is shown, not saved yet."""
+    return Rating(
         assignment=assignment,
-        pair_id=assignment.pair_id,
+        pair=assignment.pair,
         rater_id=assignment.rater_id,
         stage=assignment.stage,
         value=value,
@@ -386,12 +469,8 @@ def _rating_store(
         submitted_at=now,
         points=points,
         reference=reference,
-        feedback=shown,
+        feedback={**shown, "level": journey.level_for(profile.game_score)},
     )
-    if assignment.stage != Pool.GAME:  # a game assignment is closed with its slot (_submit_game)
-        Assignment.objects.filter(pk=assignment.pk).update(submitted_at=now)
-    rating.pair = assignment.pair
-    return _feedback_from(rating)
 
 
 def _feedback_from(rating: Rating) -> Feedback:
@@ -425,10 +504,15 @@ def _check_may_rate(step: Step) -> None:
         raise RatingRejected("no_consent", "Please read and accept the consent form before rating.", 403)
 
 
-def _assignment_of(rater, assignment_id: object) -> Assignment:
+def _assignment_of(rater, assignment_id: object, *, lock_pair: bool = False) -> Assignment:
     if isinstance(assignment_id, bool) or not isinstance(assignment_id, int):
         raise RatingRejected("not_found", "There is no such pair to rate.", 404)
-    assignment = Assignment.objects.select_related("pair", "rating").filter(pk=assignment_id).first()
+    assignments = Assignment.objects.select_related("pair", "rating")
+    if lock_pair:
+        # Locked by this read: after the wait, PostgreSQL reads the pair again, so its
+        # aggregates are the latest (the assignment's slot flag is checked as it is closed).
+        assignments = assignments.select_for_update(of=("pair",))
+    assignment = assignments.filter(pk=assignment_id).first()
     if assignment is None:
         raise RatingRejected("not_found", "There is no such pair to rate.", 404)
     if assignment.rater_id != rater.pk:

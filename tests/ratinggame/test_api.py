@@ -185,6 +185,48 @@ def test_submit_ignores_client_times_and_refuses_non_ratings(settings):
     assert not Rating.objects.exists()
 
 
+def test_a_submission_with_next_answers_the_feedback_and_the_next_pair_in_one_request():
+    for _ in range(2):
+        CaptionPairFactory(pool=Pool.GAME, primes=[2.0, 4.0])
+    client = token_client(annotator(state=RaterState.GAME))
+    served = client.post("/api/game/next", format="json").json()
+    submission = {"assignment_id": served["assignment_id"], "value": 4, "next": True}
+    answer = client.post("/api/game/submit", submission, format="json")
+    assert answer.status_code == 200
+    body = answer.json()
+    # The feedback as a plain submission answers it, and the next pair as POST next serves it:
+    # only what a rater may see before rating it.
+    assert {key: value for key, value in body.items() if key != "next"} == client.get(
+        f"/api/game/feedback/{served['assignment_id']}"
+    ).json()
+    following = body["next"]
+    assert set(following) == SERVED_KEYS
+    assert following["stage"] == "game" and following["pair_id"] != served["pair_id"]
+    assert client.post("/api/game/next", format="json").json() == following  # the open assignment
+    # Submitted again: the first feedback, and the same open pair.
+    assert client.post("/api/game/submit", submission, format="json").json() == body
+    # Nothing left after the last pair.
+    last = {"assignment_id": following["assignment_id"], "value": 2, "next": True}
+    assert client.post("/api/game/submit", last, format="json").json()["next"] is None
+    # "next" must be a boolean; without it, the answer is the feedback alone.
+    refused = client.post("/api/game/submit", {**last, "next": "yes"}, format="json")
+    assert (refused.status_code, error_of(refused)["code"]) == (400, "invalid")
+    plain = client.post("/api/game/submit", {**last, "next": False}, format="json").json()
+    assert "next" not in plain and plain["assignment_id"] == following["assignment_id"]
+
+
+def test_token_requests_see_a_role_change_at_once():
+    user = annotator(state=RaterState.GAME)
+    client = token_client(user)
+    assert client.get("/api/game/step").status_code == 200
+    user.groups.clear()
+    refused = client.get("/api/game/step")
+    assert (refused.status_code, error_of(refused)["code"]) == (403, "permission_denied")
+    user.is_active = False
+    user.save()
+    assert client.get("/api/game/step").status_code == 401
+
+
 # --- What an annotator never sees ---------------------------------------------------------------------
 
 

@@ -20,6 +20,8 @@ print(json.dumps({
     "eager": settings.CELERY_TASK_ALWAYS_EAGER, "broker": settings.CELERY_BROKER_URL,
     "debug": settings.DEBUG, "hosts": settings.ALLOWED_HOSTS, "media": str(settings.MEDIA_ROOT),
     "hsts": getattr(settings, "SECURE_HSTS_SECONDS", 0),
+    "conn_max_age": db.get("CONN_MAX_AGE"), "health_checks": db.get("CONN_HEALTH_CHECKS"),
+    "no_server_side_cursors": db.get("DISABLE_SERVER_SIDE_CURSORS"),
 }))
 """
 
@@ -31,6 +33,8 @@ CLEARED = (
     "DJANGO_ALLOWED_HOSTS",
     "MEDIA_ROOT",
     "RATINGGAME_VAR_DIR",
+    "DATABASE_CONN_MAX_AGE",
+    "DATABASE_TRANSACTION_POOLING",
 )
 
 
@@ -64,6 +68,14 @@ def test_postgres_url_selects_postgresql(tmp_path):
     assert conf["engine"] == "django.db.backends.postgresql"
     assert conf["name"] == "ratings"
     assert conf["host"] == "db.internal"
+
+
+def test_postgres_connections_persist_health_checked_and_suit_a_transaction_pooler(tmp_path):
+    url = "postgres://rater:pw@db.internal:5433/ratings"
+    conf = settings_of(tmp_path, DATABASE_URL=url)
+    assert (conf["conn_max_age"], conf["health_checks"], conf["no_server_side_cursors"]) == (60, True, False)
+    pooled = settings_of(tmp_path, DATABASE_URL=url, DATABASE_TRANSACTION_POOLING="1", DATABASE_CONN_MAX_AGE="0")
+    assert (pooled["conn_max_age"], pooled["health_checks"], pooled["no_server_side_cursors"]) == (0, True, True)
 
 
 def test_sqlite_url_selects_that_file(tmp_path):

@@ -4,11 +4,13 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from annotators.models import RaterState
 from ratinggame import game
 from ratinggame.game.assignment import assign_rank_for, claim_query
 from ratinggame.models import AssignRank
+from ratinggame.tasks import release_expired_assignments
 from tests.ratinggame.journey_helpers import (
     FAST_HASHERS,
     T0,
@@ -142,6 +144,19 @@ def test_an_expired_open_assignment_gives_its_slot_back():
     assert late.value.code == "expired"
     pair.refresh_from_db()
     assert pair.in_flight == 1
+    assert_pairs_consistent()
+
+
+def test_the_periodic_task_gives_expired_slots_back():
+    (pair,) = game_pairs(1)
+    seed_ratings(pair, [3, 3])
+    user = rater(RaterState.GAME)
+    served = game.pair_serve(rater=user, now=timezone.now() - timedelta(hours=2))  # expired an hour ago
+    assert served.pair_id == pair.pk
+    assert release_expired_assignments.apply().get() == 1
+    pair.refresh_from_db()
+    assert (pair.in_flight, pair.assign_rank) == (0, AssignRank.NEAR_MINIMUM)
+    assert release_expired_assignments.apply().get() == 0  # nothing twice
     assert_pairs_consistent()
 
 

@@ -110,3 +110,32 @@ def test_fifty_raters_racing_for_a_pairs_last_slots_never_push_it_past_7():
     assert pair.human_count == Rating.objects.filter(pair=pair).count() == 7
     assert (pair.in_flight, pair.assign_rank) == (0, None)
     assert_pairs_consistent()
+
+
+def test_fifty_raters_rating_in_one_request_each_never_push_a_pair_past_7():
+    pairs = game_pairs(10, primes=[2.0, 4.0])
+    users = [rater(RaterState.GAME, window_count=20, window_points=40) for _ in range(RATERS)]
+
+    def rate_until_none_left(index: int) -> int:
+        now = T0
+        served = game.pair_serve(rater=users[index], now=now)
+        rated = 0
+        while served is not None:
+            now += timedelta(seconds=5)
+            feedback = game.rating_submit(
+                rater=users[index], assignment_id=served.assignment_id, value=index % 5 + 1, now=now, serve_next=True
+            )
+            served, rated = feedback.next, rated + 1
+        return rated
+
+    results = run_at_once(rate_until_none_left, RATERS)
+
+    assert not [str(result) for result in results if isinstance(result, Exception)]
+    # Every pair got at least 3 ratings and none more than 7; nobody rated a pair twice, and
+    # nobody holds an open assignment (the game ran dry for everyone).
+    counts = [Rating.objects.filter(pair=pair).count() for pair in pairs]
+    assert all(3 <= count <= 7 for count in counts), counts
+    assert sum(results) == sum(counts)
+    assert Rating.objects.values("rater", "pair").distinct().count() == sum(counts)
+    assert not Assignment.objects.filter(holds_slot=True).exists()
+    assert_pairs_consistent()

@@ -1,5 +1,6 @@
 """The rater's journey through the services (SPEC sections 2 and 3), with the clock under control."""
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -10,10 +11,13 @@ from annotators.journey import Window
 from annotators.models import ProbationRound, RaterProfile, RaterState
 from ratinggame import game
 from ratinggame.game.aggregates import in_force, pair_aggregates_recompute, ratings_exclude
+from ratinggame.game.assignment import assignments_release_expired
 from ratinggame.models import Assignment, CaptionPair, Pool, Rating
+from scoring.consensus import player_score
 from tests.ratinggame.journey_helpers import (
     FAST_HASHERS,
     T0,
+    WAIT,
     Clock,
     assert_pairs_consistent,
     game_pairs,
@@ -308,6 +312,99 @@ def test_tutorial_pair_expired_unrated_is_served_again():
     later = game.pair_serve(rater=user, now=first.expires_at)
     assert (later.pair_id, later.position) == (first.pair_id, 1)
     assert later.assignment_id != first.assignment_id
+
+
+# --- One request per rating: the submission serves the next pair ------------------------------
+
+
+def submit_next(user, served: game.Served, value: int, now) -> game.Feedback:
+    return game.rating_submit(rater=user, assignment_id=served.assignment_id, value=value, now=now, serve_next=True)
+
+
+def test_a_game_submission_with_serve_next_stores_the_rating_and_opens_the_next_pair():
+    first_pair, second_pair, _ = game_pairs(3, primes=[2.0, 4.0])
+    user, clock = rater(RaterState.GAME), Clock()
+    served = game.pair_serve(rater=user, now=clock.now)
+    feedback = submit_next(user, served, 4, clock.tick(WAIT))
+
+    # The feedback is the one a plain submission gives (scored against the primes 2 and 4).
+    assert (feedback.pair_id, feedback.reference, feedback.points) == (first_pair.pk, 3, player_score(4, [2.0, 4.0]))
+    assert feedback == replace(game.feedback_for(rater=user, assignment_id=served.assignment_id), next=feedback.next)
+    # The next pair is served as of the submission: a new pair, its own 3-second floor.
+    following = feedback.next
+    assert following.pair_id == second_pair.pk
+    assert (following.stage, following.served_at) == ("game", clock.now)
+    assert following.min_submit_at == clock.now + timedelta(seconds=3)
+    # It is the rater's one open assignment: serving again answers it unchanged.
+    assert game.pair_serve(rater=user, now=clock.tick(1)) == following
+    assert Assignment.objects.filter(rater=user, submitted_at__isnull=True).count() == 1
+    # Its floor holds like any other's.
+    early = rejected(lambda: submit_next(user, following, 3, following.served_at + timedelta(seconds=2)))
+    assert early.code == "too_early"
+    assert_pairs_consistent()
+
+
+def test_submitting_twice_with_serve_next_shows_the_first_feedback_and_the_same_open_pair():
+    game_pairs(3)
+    user, clock = rater(RaterState.GAME), Clock()
+    served = game.pair_serve(rater=user, now=clock.now)
+    first = submit_next(user, served, 3, clock.tick(WAIT))
+    again = submit_next(user, served, 5, clock.tick(10))
+    assert again == first
+    assert Rating.objects.filter(rater=user).count() == 1
+    assert Assignment.objects.filter(rater=user).count() == 2
+    assert_pairs_consistent()
+
+
+def test_serve_next_when_nothing_is_left_answers_no_next_pair():
+    game_pairs(1)
+    user, clock = rater(RaterState.GAME), Clock()
+    served = game.pair_serve(rater=user, now=clock.now)
+    feedback = submit_next(user, served, 3, clock.tick(WAIT))
+    assert feedback.rating_id and feedback.next is None
+    assert_pairs_consistent()
+
+
+def test_a_refused_submission_with_serve_next_serves_nothing():
+    (pair, _) = game_pairs(2)
+    seed_ratings(pair, [3, 3])
+    first, second = rater(RaterState.GAME), rater(RaterState.GAME)
+    served = game.pair_serve(rater=first, now=T0)
+    assert served.pair_id == pair.pk
+    # Expired, its slot given back (the periodic sweep) and taken by another rater: the late
+    # rating is refused, and the next pair it would have opened is not taken either.
+    assert assignments_release_expired(now=served.expires_at) == 1
+    assert game.pair_serve(rater=second, now=served.expires_at).pair_id == pair.pk
+    late = rejected(lambda: submit_next(first, served, 3, served.expires_at))
+    assert late.code == "expired"
+    assert not Rating.objects.filter(rater=first).exists()
+    assert Assignment.objects.filter(rater=first).count() == 1
+    assert_pairs_consistent()
+
+
+def test_serve_next_follows_the_journey_from_the_tutorial_into_the_game():
+    tutorial_pairs([3, 4])
+    (game_pair,) = game_pairs(1)
+    user, clock = rater(), Clock()
+    served = game.pair_serve(rater=user, now=clock.now)
+    feedback = submit_next(user, served, 3, clock.tick(WAIT))
+    assert (feedback.next.stage, feedback.next.position, feedback.next.total) == ("tutorial", 2, 2)
+    feedback = submit_next(user, feedback.next, 4, clock.tick(WAIT))
+    assert feedback.transition == "tutorial_passed"
+    assert (feedback.next.stage, feedback.next.pair_id) == ("game", game_pair.pk)
+
+
+def test_a_failed_window_with_serve_next_serves_a_probation_pair():
+    probation = probation_pairs(20)
+    game_pairs(2)
+    # The window's last rating, with 19 ratings worth 0 so far: it fails whatever it scores.
+    user, clock = rater(RaterState.GAME, window_count=19, window_points=0), Clock()
+    served = game.pair_serve(rater=user, now=clock.now)
+    feedback = submit_next(user, served, 3, clock.tick(WAIT))
+    assert feedback.transition == "window_failed"
+    assert feedback.next.stage == "probation" and feedback.next.pair_id in {pair.pk for pair in probation}
+    assert Assignment.objects.filter(rater=user, stage=Pool.GAME, submitted_at__isnull=True).count() == 0
+    assert_pairs_consistent()
 
 
 # --- Rejections -----------------------------------------------------------------------------
