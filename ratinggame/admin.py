@@ -1,9 +1,19 @@
+"""The Django admin of the game's models.
+
+Images and pairs are added and edited through the importer's rules and services. Assignments
+and ratings are read-only: every change to them moves a pair's consensus aggregates and open
+slots, which only the game's services keep in step under the pair's row lock (ratings are
+excluded by a failed qualification window, never by hand; ``manage.py check_aggregates``
+reports and repairs any drift).
+"""
+
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
+from annotators.admin import ReadOnlyAdmin
 from ratinggame.models import Assignment, CaptionPair, Image, Rating
 from ratinggame.pairs.images import ImageRejected, check_image_bytes, read_limited
 from ratinggame.pairs.services import image_store, pair_create, pair_pool_changed, pairs_created, pairs_priming_retry
@@ -170,16 +180,14 @@ class CaptionPairAdmin(admin.ModelAdmin):
 
 
 @admin.register(Assignment)
-class AssignmentAdmin(admin.ModelAdmin):
-    list_display = ["id", "rater", "pair", "stage", "served_at", "submitted_at"]
+class AssignmentAdmin(ReadOnlyAdmin):
+    list_display = ["id", "rater", "pair", "stage", "served_at", "submitted_at", "holds_slot"]
     list_filter = ["stage"]
     search_fields = ["rater__username"]
-    raw_id_fields = ["rater", "pair"]
 
 
 @admin.register(Rating)
-class RatingAdmin(admin.ModelAdmin):
+class RatingAdmin(ReadOnlyAdmin):
     list_display = ["id", "rater", "pair", "stage", "value", "points", "excluded", "submitted_at"]
     list_filter = ["stage", "excluded", "value"]
     search_fields = ["rater__username", "pair__caption"]
-    raw_id_fields = ["assignment", "pair", "rater"]

@@ -146,7 +146,9 @@ class CaptionPair(models.Model):
 class Assignment(models.Model):
     """A pair served to a rater: who was shown what, and when (server time)."""
 
-    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
+    # PROTECT (also on Rating): deleting a user must not delete the rows a pair's aggregates and
+    # open slots count; a rater who leaves is deactivated instead.
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments")
     pair = models.ForeignKey(CaptionPair, on_delete=models.PROTECT, related_name="assignments")
     stage = models.CharField(max_length=10, choices=Pool.choices)
     served_at = models.DateTimeField()
@@ -189,7 +191,7 @@ class RatingQuerySet(models.QuerySet):
 class Rating(models.Model):
     assignment = models.OneToOneField(Assignment, on_delete=models.PROTECT, related_name="rating")
     pair = models.ForeignKey(CaptionPair, on_delete=models.PROTECT, related_name="ratings")
-    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="ratings")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="ratings")
     stage = models.CharField(max_length=10, choices=Pool.choices)
     value = models.PositiveSmallIntegerField()
     served_at = models.DateTimeField()

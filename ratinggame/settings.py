@@ -249,6 +249,8 @@ CELERY_BEAT_SCHEDULE: dict = {
     "sweep-pending-priming": {"task": "scoring.tasks.sweep_pending_priming", "schedule": 300.0},
     "refit-calibrations": {"task": "scoring.tasks.refit_calibrations", "schedule": 6 * 3600.0},
     "train-predictor": {"task": "scoring.tasks.train_predictor", "schedule": 24 * 3600.0},
+    # Pairs whose stored aggregates drifted from their ratings are repaired and logged.
+    "check-aggregates": {"task": "ratinggame.tasks.check_aggregates", "schedule": 6 * 3600.0},
 }
 
 # --- REST API (ratinggame.api) ----------------------------------------------------------

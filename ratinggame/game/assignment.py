@@ -15,8 +15,9 @@ no ORDER BY random(), no Python loop over pairs.
 Open assignments count toward the cap (``in_flight``), so two raters racing for the last slot
 cannot push a pair past 7: the next-pair query itself locks the row it returns (FOR UPDATE
 SKIP LOCKED, as Label Studio's next_task does), the lock makes PostgreSQL check the WHERE
-again on the latest row, and the slot is taken in the same transaction. An open assignment
-that expires gives its slot back (``assignments_release_expired``).
+again on the latest row, and the slot is taken in the same transaction. A rater never waits
+for one pair's lock while holding another's (``game_pair_claim``). An open assignment that
+expires gives its slot back (``assignments_release_expired``).
 """
 
 from datetime import datetime
@@ -57,6 +58,15 @@ def pair_rank_refresh(pair: CaptionPair) -> None:
     )
 
 
+# How many of the first open pairs a rater waits for, one after the other, when every one of
+# them is locked at the moment of asking.
+CLAIM_WAIT_CANDIDATES = 20
+
+
+class _NoSlot(Exception):
+    """The locked pair takes no more raters: the savepoint is rolled back, which unlocks it."""
+
+
 def game_pair_claim(*, rater: AbstractBaseUser) -> CaptionPair | None:
     """Take one slot of the best game pair this rater has not seen; None when none is left.
 
@@ -65,25 +75,45 @@ def game_pair_claim(*, rater: AbstractBaseUser) -> CaptionPair | None:
     """
     # First with SKIP LOCKED: a pair being claimed or rated right now is passed over, not
     # waited for, so raters asking at once spread over the head of the order (one query).
-    # If every open pair is locked right now, wait for the first one instead: PostgreSQL
-    # checks the WHERE again on the row it gets, and moves on if the pair has filled up.
-    for skip_locked in (True, False):
-        pair = claim_query(rater=rater, skip_locked=skip_locked).first()
-        if pair is None:
-            continue
-        pair_rank_refresh(pair)
-        if pair.assign_rank is None:  # a stale stored rank: correct it and look again
-            pair.save(update_fields=["assign_rank"])
-            continue
-        pair.in_flight += 1
-        pair_rank_refresh(pair)
-        pair.save(update_fields=["in_flight", "assign_rank"])
+    pair = _slot_take(claim_query(rater=rater, skip_locked=True))
+    if pair is not None:
         return pair
+    # Every open pair is locked right now: wait for them one at a time, in serving order, each
+    # in a savepoint that gives its lock back when the pair has filled up meanwhile. Waiting for
+    # a pair while holding another one's lock (which a FOR UPDATE ... LIMIT 1 over the whole
+    # order does when the first row it locked no longer qualifies) deadlocks two raters whose
+    # orders cross.
+    heads = open_pairs(rater=rater).values_list("pk", flat=True)
+    for pair_id in list(heads[:CLAIM_WAIT_CANDIDATES]):
+        pair = _slot_take(claim_query(rater=rater, skip_locked=False).filter(pk=pair_id))
+        if pair is not None:
+            return pair
     return None
 
 
-def claim_query(*, rater: AbstractBaseUser, skip_locked: bool = True) -> QuerySet:
-    """The next-pair query: open game pairs this rater was never served, best first, row-locked.
+def _slot_take(candidates: QuerySet) -> CaptionPair | None:
+    """Lock the first of ``candidates`` and take one of its slots; None, unlocked, if it has none."""
+    try:
+        with transaction.atomic():
+            pair = candidates.first()
+            if pair is None:
+                raise _NoSlot
+            # PostgreSQL checked the WHERE on the latest row; the counters say whether a slot
+            # is really left (a stored rank made stale by a write around the services is
+            # repaired by check_aggregates, not here).
+            pair_rank_refresh(pair)
+            if pair.assign_rank is None:
+                raise _NoSlot
+            pair.in_flight += 1
+            pair_rank_refresh(pair)
+            pair.save(update_fields=["in_flight", "assign_rank"])
+            return pair
+    except _NoSlot:
+        return None
+
+
+def open_pairs(*, rater: AbstractBaseUser) -> QuerySet:
+    """Open game pairs this rater was never served, best first.
 
     Reads the head of the partial index ``pair_assign_rank_idx`` (the serving order); the NOT
     EXISTS probes the unique (rater, pair) index of game assignments. No sort, no scan of the
@@ -94,9 +124,12 @@ def claim_query(*, rater: AbstractBaseUser, skip_locked: bool = True) -> QuerySe
         CaptionPair.objects.filter(pool=Pool.GAME, assign_rank__isnull=False)
         .filter(~Exists(seen))
         .order_by("assign_rank", "id")
-        .select_related("image")
-        .select_for_update(skip_locked=skip_locked, of=("self",))
     )
+
+
+def claim_query(*, rater: AbstractBaseUser, skip_locked: bool = True) -> QuerySet:
+    """The next-pair query: ``open_pairs``, row-locked."""
+    return open_pairs(rater=rater).select_related("image").select_for_update(skip_locked=skip_locked, of=("self",))
 
 
 def assignments_release_expired(*, now: datetime, limit: int = 20) -> int:

@@ -5,6 +5,7 @@ import logging
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
 
+from ratinggame.game.assignment import pair_rank_refresh
 from ratinggame.models import CaptionPair, Image, Pool, PrimingStatus
 from ratinggame.pairs.images import CheckedImage
 from scoring.priming.queue import priming_request
@@ -79,8 +80,13 @@ def pair_pool_changed(*, pair_id: int) -> str:
 
     A pair moved into the game that was never primed becomes pending and is queued; a pair
     moved out of the game stops waiting for (or failing) priming. Primes already stored stay.
+    Its place in the serving order follows its new pool (only game pairs are served).
     Returns the note of ``pairs_created`` ("" when nothing waits).
     """
+    with transaction.atomic():
+        pair = CaptionPair.objects.select_for_update().get(pk=pair_id)
+        pair_rank_refresh(pair)
+        pair.save(update_fields=["assign_rank"])
     note = ""
     into_game = CaptionPair.objects.filter(pk=pair_id, pool=Pool.GAME, priming_status=PrimingStatus.NOT_NEEDED)
     if into_game.update(priming_status=PrimingStatus.PENDING, priming_error="", priming_claimed_at=None):

@@ -34,7 +34,7 @@ from annotators.models import (
     RaterState,
 )
 from ratinggame import game
-from ratinggame.models import Pool
+from ratinggame.models import Assignment, Pool, Rating
 from scoring.models import Calibration, ExportJob, ModelRating, PredictorRun
 from tests.factories import CaptionPairFactory, ProbationPairFactory, rating_make
 from tests.ratinggame.api_helpers import admin, annotator, researcher
@@ -136,7 +136,7 @@ GET_TABLE = {
     # CaptionPair has no page on the site: nothing to view.
     "admin/r/<path:content_type_id>/<path:object_id>/": (ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, 404),
     "admin/auth/user/<id>/password/": DJANGO_ADMIN,
-    "admin/^(?P<app_label>auth|authtoken|ratinggame|annotators|scoring)/$": DJANGO_ADMIN,
+    "admin/^(?P<app_label>auth|authtoken|annotators|ratinggame|scoring)/$": DJANGO_ADMIN,
     "admin/(?P<url>.*)$": (ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, 404),
 }
 # Every registered model's admin pages (changelist, add, change, delete, history; the bare
@@ -151,21 +151,20 @@ ADMIN_MODEL_ROUTES = {
     "<path:object_id>/": (ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, REDIRECT),
 }
 
-# The audit log of staff actions (annotators.admin.RaterActionAdmin) can be read in the admin,
-# never added to, changed or deleted by hand; every model admin not listed here is editable.
+# The audit log of staff actions, and the rows only services write (ratings and assignments,
+# which the pairs' aggregates count; disputes, which staff resolve on the dashboard), can be
+# read in the admin, never added, changed or deleted by hand; every other model admin is editable.
 ADMIN_REFUSED = (ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, 403)
-READ_ONLY_ADMIN = {
-    RaterAction: {
-        "add/": ADMIN_REFUSED,
-        "<path:object_id>/change/": ADMIN_REFUSED,
-        "<path:object_id>/delete/": ADMIN_REFUSED,
-    }
+_READ_ONLY = {
+    "add/": ADMIN_REFUSED,
+    "<path:object_id>/change/": ADMIN_REFUSED,
+    "<path:object_id>/delete/": ADMIN_REFUSED,
 }
+READ_ONLY_ADMIN = {RaterAction: _READ_ONLY, Rating: _READ_ONLY, Assignment: _READ_ONLY, Dispute: _READ_ONLY}
 # Change forms with nothing required left to fill (the rest is read-only or optional) save an
-# empty POST and go back to the list: an Image's source, a profile's leaderboard settings, a
-# dispute (all read-only: nothing changes).
+# empty POST and go back to the list: an Image's source, a profile's leaderboard settings.
 ADMIN_SAVED = (ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, REDIRECT)
-ADMIN_SAVES_EMPTY_CHANGE = {"Image", "RaterProfile", "Dispute"}
+ADMIN_SAVES_EMPTY_CHANGE = {"Image", "RaterProfile"}
 # GET of a read-only model's change page shows it without a form (the "view" page).
 READ_ONLY_ADMIN_GET = {"add/": ADMIN_REFUSED, "<path:object_id>/delete/": ADMIN_REFUSED}
 # POSTs to every model admin's pages, empty: the changelist (actions), add, change and delete.
@@ -225,7 +224,7 @@ WRITE_BODIES = {
 # URLs for the regular-expression patterns (which have no converters to fill).
 REGEX_URLS = {
     "api/^(?P<path>.*)$": "/api/no/such/endpoint",
-    "admin/^(?P<app_label>auth|authtoken|ratinggame|annotators|scoring)/$": "/admin/ratinggame/",
+    "admin/^(?P<app_label>auth|authtoken|annotators|ratinggame|scoring)/$": "/admin/ratinggame/",
     "admin/(?P<url>.*)$": "/admin/no-such-page/",
 }
 
