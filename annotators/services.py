@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F, Sum
 from django.utils import timezone
 
@@ -47,7 +47,8 @@ def dispute_file(*, rater: AbstractBaseUser, rating_id: int, comment: str) -> Di
     Raises Rating.DoesNotExist for a rating that is not the rater's (existence is not told),
     ValidationError for an empty or over-long comment, a non-game rating, an excluded rating
     (a failed qualification window: it no longer counts and its points went with the reset game
-    score, so there is nothing to restore), or a second open dispute on the same rating.
+    score, so there is nothing to restore), or a rating disputed before: one dispute per rating,
+    which the database enforces (``dispute_one_per_rating``), so posts racing each other file one.
     """
     comment = comment.strip()
     if not comment:
@@ -64,9 +65,17 @@ def dispute_file(*, rater: AbstractBaseUser, rating_id: int, comment: str) -> Di
             "and its points went with the game score reset.",
             code="excluded",
         )
-    if Dispute.objects.filter(rating=rating, status=DisputeStatus.OPEN).exists():
-        raise ValidationError("This score is already disputed; an admin will look at it.", code="duplicate")
-    return Dispute.objects.create(rating=rating, comment=comment)
+    try:
+        with transaction.atomic():
+            return Dispute.objects.create(rating=rating, comment=comment)
+    except IntegrityError:
+        decided = Dispute.objects.filter(rating=rating).exclude(status=DisputeStatus.OPEN).first()
+        if decided is not None:
+            raise ValidationError(
+                f"This score was disputed before and the dispute was {decided.get_status_display().lower()}.",
+                code="duplicate",
+            ) from None
+        raise ValidationError("This score is already disputed; an admin will look at it.", code="duplicate") from None
 
 
 def profile_update(*, user: AbstractBaseUser, display_name: str, on_leaderboard: bool) -> RaterProfile:
