@@ -14,7 +14,7 @@ from django.utils.html import format_html
 from django.utils.text import Truncator
 
 from annotators.admin import ReadOnlyAdmin
-from ratinggame.models import Assignment, CaptionPair, Image, Rating
+from ratinggame.models import Assignment, CaptionPair, Image, ImportJob, Rating
 from ratinggame.pairs.images import ImageRejected, check_image_bytes, read_limited
 from ratinggame.pairs.services import image_store, pair_create, pair_pool_changed, pairs_created, pairs_priming_retry
 from ratinggame.pairs.validation import (
@@ -191,3 +191,9 @@ class RatingAdmin(ReadOnlyAdmin):
     list_display = ["id", "rater", "pair", "stage", "value", "points", "excluded", "submitted_at"]
     list_filter = ["stage", "excluded", "value"]
     search_fields = ["rater__username", "pair__caption"]
+
+
+@admin.register(ImportJob)
+class ImportJobAdmin(ReadOnlyAdmin):
+    list_display = ["id", "status", "created_by", "created_at", "finished_at", "progress_message"]
+    list_filter = ["status"]

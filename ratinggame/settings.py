@@ -170,6 +170,9 @@ RATINGGAME = {
     "MAX_UPLOAD_BYTES": env_int("RATINGGAME_MAX_UPLOAD_BYTES", 500 * 1024 * 1024),
     "MAX_UNZIPPED_BYTES": env_int("RATINGGAME_MAX_UNZIPPED_BYTES", 2 * 1024 * 1024 * 1024),
     "MAX_ZIP_MEMBERS": env_int("RATINGGAME_MAX_ZIP_MEMBERS", 50_000),
+    # A manifest upload with more rows is imported by a worker (a tracked job; the request
+    # answers 202 with the job's address) instead of within the request.
+    "IMPORT_INLINE_MAX_ROWS": env_int("RATINGGAME_IMPORT_INLINE_MAX_ROWS", 1000),
     # Production image serving (ratinggame.pairs.media): empty -> the web process sends the file;
     # a prefix such as /protected-media/ -> an X-Accel-Redirect for nginx to send it.
     "MEDIA_ACCEL_REDIRECT": env_str("RATINGGAME_MEDIA_ACCEL_REDIRECT", ""),
@@ -251,6 +254,8 @@ CELERY_BEAT_SCHEDULE: dict = {
     "train-predictor": {"task": "scoring.tasks.train_predictor", "schedule": 24 * 3600.0},
     # Pairs whose stored aggregates drifted from their ratings are repaired and logged.
     "check-aggregates": {"task": "ratinggame.tasks.check_aggregates", "schedule": 6 * 3600.0},
+    # Imports a dead worker left are sent again; files and upload folders no row uses are deleted.
+    "sweep-storage": {"task": "ratinggame.tasks.sweep_storage", "schedule": 3600.0},
 }
 
 # --- REST API (ratinggame.api) ----------------------------------------------------------

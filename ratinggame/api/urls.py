@@ -28,6 +28,7 @@ urlpatterns = [
     path("pairs/", pairs.PairList.as_view(), name="api_pairs"),
     path("pairs/import", pairs.ManifestUpload.as_view(), name="api_pairs_import"),
     path("pairs/<int:pk>/", pairs.PairDetail.as_view(), name="api_pair"),
+    path("imports/<int:pk>/", pairs.ImportJobDetail.as_view(), name="api_import"),
     path("ratings/", ratings.RatingList.as_view(), name="api_ratings"),
     path("ratings/<int:pk>/", ratings.RatingDetail.as_view(), name="api_rating"),
     path("exports/", exports.ExportJobList.as_view(), name="api_exports"),

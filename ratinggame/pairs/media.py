@@ -2,10 +2,11 @@
 
 Django's ``static()`` helper serves MEDIA_ROOT only with DEBUG on, and all of it (exports
 included). This view serves only image files under MEDIA_ROOT/images/, whose names the site
-chose itself (``images/<2 hex>/<sha256>.<ext>``, see ``ratinggame.models.image_upload_path``):
-the URL is matched against that pattern, so no part of a path a client sends reaches the
-file system unchecked, and exports (MEDIA_ROOT/exports/, permission-checked by the research
-views) are never reachable here.
+chose itself (``images/<2 hex>/<sha256>.<ext>``, see ``ratinggame.models.image_upload_path``)
+and that an Image row names: the URL is matched against that pattern, so no part of a path a
+client sends reaches the file system unchecked, exports (MEDIA_ROOT/exports/, permission-checked
+by the research views) are never reachable here, and neither is a file whose row was never
+committed (an import that died half-way; ``ratinggame.pairs.storage``).
 
 Images are content-addressed, so a URL's content never changes: browsers may cache it for a
 year. With RATINGGAME["MEDIA_ACCEL_REDIRECT"] set (e.g. "/protected-media/"), the view answers
@@ -20,15 +21,20 @@ from django.conf import settings
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.views.decorators.http import require_safe
 
-# images/ab/<64 hex>.<ext>, optionally with the 7-character suffix Django's storage adds when a
-# name is taken (two writers of the same content at once).
-IMAGE_PATH = re.compile(r"images/[0-9a-f]{2}/[0-9a-f]{64}(?:_[A-Za-z0-9]{7})?\.(?:jpg|png|webp|gif|bmp|img)")
+from ratinggame.models import Image
+
+# images/ab/<64 hex>.<ext>, optionally with the 7-character suffix Django's storage added to a
+# taken name before images were stored once per content (rows of that time still name them).
+IMAGE_PATH = re.compile(
+    r"images/[0-9a-f]{2}/(?P<sha256>[0-9a-f]{64})(?:_[A-Za-z0-9]{7})?\.(?:jpg|png|webp|gif|bmp|img)"
+)
 CACHE_CONTROL = "public, max-age=31536000, immutable"
 
 
 @require_safe
 def image_file(request: HttpRequest, path: str) -> HttpResponse:
-    if not IMAGE_PATH.fullmatch(path):
+    match = IMAGE_PATH.fullmatch(path)
+    if match is None or not Image.objects.filter(sha256=match["sha256"], file=path).exists():
         raise Http404("No such image.")
     root = (Path(settings.MEDIA_ROOT) / "images").resolve()
     target = (Path(settings.MEDIA_ROOT) / path).resolve()

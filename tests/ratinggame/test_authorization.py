@@ -34,7 +34,7 @@ from annotators.models import (
     RaterState,
 )
 from ratinggame import game
-from ratinggame.models import Assignment, Pool, Rating
+from ratinggame.models import Assignment, ImportJob, Pool, Rating
 from scoring.models import Calibration, ExportJob, ModelRating, PredictorRun
 from tests.factories import CaptionPairFactory, ProbationPairFactory, rating_make
 from tests.ratinggame.api_helpers import admin, annotator, researcher
@@ -113,6 +113,7 @@ GET_TABLE = {
     "api/pairs/": API_RESEARCH,
     "api/pairs/import": API_RESEARCH_WRITE_ONLY,
     "api/pairs/<int:pk>/": API_RESEARCH,
+    "api/imports/<int:pk>/": API_RESEARCH,
     "api/ratings/": API_RESEARCH,
     "api/ratings/<int:pk>/": API_RESEARCH,
     "api/exports/": API_RESEARCH,
@@ -160,7 +161,13 @@ _READ_ONLY = {
     "<path:object_id>/change/": ADMIN_REFUSED,
     "<path:object_id>/delete/": ADMIN_REFUSED,
 }
-READ_ONLY_ADMIN = {RaterAction: _READ_ONLY, Rating: _READ_ONLY, Assignment: _READ_ONLY, Dispute: _READ_ONLY}
+READ_ONLY_ADMIN = {
+    RaterAction: _READ_ONLY,
+    Rating: _READ_ONLY,
+    Assignment: _READ_ONLY,
+    Dispute: _READ_ONLY,
+    ImportJob: _READ_ONLY,
+}
 # Change forms with nothing required left to fill (the rest is read-only or optional) save an
 # empty POST and go back to the list: an Image's source, a profile's leaderboard settings.
 ADMIN_SAVED = (ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, REDIRECT)
@@ -285,6 +292,7 @@ def world(settings):
     archive.write_bytes(b"PK\x05\x06" + b"\x00" * 18)  # an empty zip
     ExportJob.objects.filter(pk=job.pk).update(archive=f"exports/{job.pk}.zip")
     Token.objects.create(user=other)
+    import_job = ImportJob.objects.create(created_by=people["researcher"], status=ImportJob.Status.DONE)
     return {
         "people": people,
         "values": {
@@ -298,7 +306,12 @@ def world(settings):
             "id": rater.pk,
             "content_type_id": ContentType.objects.get_for_model(pairs[0]).pk,
         },
-        "pk": {"api/pairs/": pairs[0].pk, "api/ratings/": rating.pk, "api/exports/": job.pk},
+        "pk": {
+            "api/pairs/": pairs[0].pk,
+            "api/ratings/": rating.pk,
+            "api/exports/": job.pk,
+            "api/imports/": import_job.pk,
+        },
         "media": pairs[0].image.file.name,
     }
 
