@@ -138,6 +138,10 @@ class CaptionPairAdmin(admin.ModelAdmin):
         "priming_error",
     ]
 
+    def get_queryset(self, request):
+        # SPEC 5: not the pair a staff member is rating right now (its consensus and primes).
+        return super().get_queryset(request).exclude(pk__in=Assignment.objects.pairs_held_by(request.user))
+
     def save_model(self, request, obj, form, change):
         if change:
             # Only the form's own fields: the consensus aggregates, slots and primes are kept
@@ -191,6 +195,10 @@ class RatingAdmin(ReadOnlyAdmin):
     list_display = ["id", "rater", "pair", "stage", "value", "points", "excluded", "submitted_at"]
     list_filter = ["stage", "excluded", "value"]
     search_fields = ["rater__username", "pair__caption"]
+
+    def get_queryset(self, request):
+        # SPEC 5: not the ratings of the pair a staff member is rating right now.
+        return super().get_queryset(request).exclude(pair_id__in=Assignment.objects.pairs_held_by(request.user))
 
 
 @admin.register(ImportJob)

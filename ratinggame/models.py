@@ -1,8 +1,11 @@
 """The game's data: images, caption pairs, assignments (a pair served to a rater) and ratings."""
 
+from datetime import datetime
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from ratinggame.pairs.storage import image_storage
 
@@ -149,6 +152,22 @@ class CaptionPair(models.Model):
         return f"#{self.pk} {self.caption[:60]}"
 
 
+class AssignmentQuerySet(models.QuerySet):
+    def open(self, now: datetime | None = None) -> "AssignmentQuerySet":
+        """Served, not submitted, not expired."""
+        return self.filter(submitted_at__isnull=True, expires_at__gt=now or timezone.now())
+
+    def pairs_held_by(self, user) -> models.QuerySet:
+        """Ids of the pairs ``user`` holds an open assignment for (a subquery).
+
+        SPEC 5: while they do, they see neither the pair's consensus, nor its primes, nor its
+        other ratings, whatever roles they also hold; every read of those excludes these pairs.
+        """
+        if not user.is_authenticated:
+            return self.none().values("pair_id")
+        return self.open().filter(rater=user).values("pair_id")
+
+
 class Assignment(models.Model):
     """A pair served to a rater: who was shown what, and when (server time)."""
 
@@ -163,6 +182,8 @@ class Assignment(models.Model):
     # True while this open game assignment holds one of its pair's slots (pair.in_flight);
     # cleared on submission or when it expires (ratinggame.game.assignment).
     holds_slot = models.BooleanField(default=False)
+
+    objects = AssignmentQuerySet.as_manager()
 
     class Meta:
         ordering = ["id"]

@@ -137,6 +137,20 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 # Files in one multipart request (a manifest upload with loose images); send a zip for more.
 DATA_UPLOAD_MAX_NUMBER_FILES = env_int("DJANGO_DATA_UPLOAD_MAX_NUMBER_FILES", 1000)
 
+# E-mail (password resets): with DJANGO_EMAIL_HOST set, sent by SMTP; without, each message is
+# written as a file under var/mail/ (Django's file backend), never lost and never sent to
+# Django's default SMTP server on localhost, which a laptop or a bare server does not run.
+EMAIL_HOST = env_str("DJANGO_EMAIL_HOST")
+EMAIL_BACKEND = (
+    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "django.core.mail.backends.filebased.EmailBackend"
+)
+EMAIL_FILE_PATH = Path(env_str("DJANGO_EMAIL_FILE_PATH", str(VAR_DIR / "mail")))
+EMAIL_PORT = env_int("DJANGO_EMAIL_PORT", 587)
+EMAIL_HOST_USER = env_str("DJANGO_EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("DJANGO_EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("DJANGO_EMAIL_USE_TLS", True)
+DEFAULT_FROM_EMAIL = env_str("DJANGO_DEFAULT_FROM_EMAIL", "ratings@localhost")
+
 # Cache: throttling and the log-in limiter count in it, so with several web processes it must
 # be shared (redis://...); the default is per process, fine for one process or a laptop. The
 # Redis cache fails open (ratinggame.cache): a Redis outage suspends rate limits, not the site.

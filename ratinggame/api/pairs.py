@@ -24,7 +24,7 @@ from ratinggame.api.errors import ErrorSerializer, PayloadTooLarge, error_respon
 from ratinggame.api.filters import CountFilter
 from ratinggame.api.permissions import IsResearcher
 from ratinggame.game.aggregates import in_force
-from ratinggame.models import CaptionPair, CaptionSource, Image, ImportJob, Pool, PrimingStatus
+from ratinggame.models import Assignment, CaptionPair, CaptionSource, Image, ImportJob, Pool, PrimingStatus
 from ratinggame.pairs.importing import ManifestError
 from ratinggame.pairs.jobs import import_job_start
 from ratinggame.pairs.validation import PairInvalid
@@ -114,12 +114,19 @@ class PairFilter(django_filters.FilterSet):
         return queryset.filter(**done) if value else queryset.exclude(**done)
 
 
+def pairs_shown_to(user):
+    """Every pair, but those ``user`` is rating right now (SPEC 5: not their consensus nor primes)."""
+    return CaptionPair.objects.exclude(pk__in=Assignment.objects.pairs_held_by(user))
+
+
 class PairList(generics.ListAPIView):
     permission_classes = [IsResearcher]
     serializer_class = PairSerializer
-    queryset = CaptionPair.objects.select_related("image").order_by("id")
     filterset_class = PairFilter
     ordering_fields = ["id", "created_at", "human_count", "display_order"]
+
+    def get_queryset(self):
+        return pairs_shown_to(self.request.user).select_related("image").order_by("id")
 
     @extend_schema(tags=[TAG])
     def get(self, request: Request, *args, **kwargs) -> Response:
@@ -127,9 +134,13 @@ class PairList(generics.ListAPIView):
 
 
 class PairDetail(generics.RetrieveAPIView):
+    """404 while the caller holds an open assignment for the pair (rate it first)."""
+
     permission_classes = [IsResearcher]
     serializer_class = PairSerializer
-    queryset = CaptionPair.objects.select_related("image")
+
+    def get_queryset(self):
+        return pairs_shown_to(self.request.user).select_related("image")
 
     @extend_schema(tags=[TAG], responses={200: PairSerializer, 404: ErrorSerializer})
     def get(self, request: Request, *args, **kwargs) -> Response:

@@ -439,3 +439,82 @@ def test_every_write_route_answers_each_role_as_the_table_says(role, world):
     for label in ("ratinggame.Assignment", "sessions.Session", "admin.LogEntry", "annotators.RaterProfile"):
         assert after.pop(label, 0) >= before.pop(label, 0), label
     assert after == before
+
+
+# --- Roles held together (issue 15, part 5) ---------------------------------------------------------
+
+
+def test_the_admin_role_alone_opens_what_researchers_open(world):
+    """Admins see research: a user with the admin role, neither staff nor researcher, gets every
+    research page and endpoint the researcher gets."""
+    from annotators.roles import ADMIN
+    from tests.ratinggame.api_helpers import role_user
+
+    admin_only = role_user(ADMIN)
+    admin_only.is_staff = False
+    admin_only.save()
+    client = Client()
+    client.force_login(admin_only)
+    research_rows = {RESEARCH_PAGE, API_RESEARCH}
+    routes = [route for route in all_routes() if GET_TABLE.get(route) in research_rows]
+    assert "research/" in routes and "api/pairs/" in routes
+    wrong = []
+    for route in routes:
+        url = url_for(route, world)
+        expected = GET_TABLE[route][ROLES.index("researcher")]
+        if (got := outcome(client.get(url))) != expected:
+            wrong.append(f"GET {url}: expected {expected}, got {got}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_a_rater_who_is_also_a_researcher_sees_nothing_of_the_pair_being_rated(settings):
+    """SPEC 5: neither the consensus nor the primes nor other ratings of a pair one holds an open
+    assignment for, whatever roles one also holds; all of it once the rating is in."""
+    from annotators.roles import RESEARCHER, ensure_roles
+    from ratinggame.models import CaptionPair
+    from tests.ratinggame.api_helpers import token_client
+    from tests.ratinggame.journey_helpers import seed_ratings
+
+    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 0}
+    cache.clear()
+    pair = CaptionPairFactory(pool=Pool.GAME, primes=[2.0, 4.0])
+    seed_ratings(pair, [3, 5])
+    other = CaptionPairFactory(pool=Pool.GAME)
+    both = annotator(state=RaterState.GAME)
+    both.groups.add(ensure_roles()[RESEARCHER])
+    api = token_client(both)
+    served = api.post("/api/game/next", format="json").json()
+    assert served["pair_id"] == pair.pk
+    rating_of_pair = pair.ratings.first().pk
+    job = ExportJob.objects.create(created_by=both, status=ExportJob.Status.DONE, finished_at=timezone.now())
+
+    assert api.get(f"/api/pairs/{pair.pk}/").status_code == 404
+    assert pair.pk not in [p["id"] for p in api.get("/api/pairs/").json()["results"]]
+    assert other.pk in [p["id"] for p in api.get("/api/pairs/").json()["results"]]
+    assert api.get("/api/ratings/", {"pair": pair.pk}).json()["count"] == 0
+    assert api.get(f"/api/ratings/{rating_of_pair}/").status_code == 404
+    refused = api.get(f"/api/exports/{job.pk}/download")
+    assert refused.status_code == 409 and "rating a game pair" in refused.json()["error"]["message"]
+
+    api.post("/api/game/submit", {"assignment_id": served["assignment_id"], "value": 4}, format="json")
+    shown = api.get(f"/api/pairs/{pair.pk}/").json()
+    assert shown["primes"] == [2.0, 4.0] and shown["human_count"] == 3
+    assert api.get("/api/ratings/", {"pair": pair.pk}).json()["count"] == 3
+    assert CaptionPair.objects.get(pk=pair.pk).human_count == 3
+
+
+def test_a_staff_member_rating_a_pair_does_not_find_it_in_the_django_admin(settings):
+    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 0}
+    pair = CaptionPairFactory(pool=Pool.GAME, caption="the pair being rated")
+    staff = admin()
+    RaterProfile.objects.create(
+        user=staff, state=RaterState.GAME, consent_at=timezone.now(), game_entered_at=timezone.now()
+    )
+    served = game.pair_serve(rater=staff)
+    assert served.pair_id == pair.pk
+    client = Client()
+    client.force_login(staff)
+    assert "the pair being rated" not in client.get("/admin/ratinggame/captionpair/").content.decode()
+    assert client.get(f"/admin/ratinggame/captionpair/{pair.pk}/change/").status_code == 302  # "does not exist"
+    game.rating_submit(rater=staff, assignment_id=served.assignment_id, value=3)
+    assert "the pair being rated" in client.get("/admin/ratinggame/captionpair/").content.decode()
