@@ -7,6 +7,13 @@ and its entry in ``WRITERS``. No Django import.
 
 ``columns`` holds (column name, type) with types "int", "float", "str"; every column may hold
 None, which is an empty cell in CSV and null in JSON Lines and Parquet.
+
+CSV is opened by spreadsheets, which run a cell that starts with ``=``, ``+``, ``-`` or ``@``
+(or a tab or carriage return before one) as a formula: a caption ``=HYPERLINK("http://...")``
+would become a link in every researcher's sheet. The CSV writer neutralises such text cells
+with a leading apostrophe, as OWASP's "CSV Injection" page recommends (spreadsheets show the
+text as written and hide the apostrophe); numbers are written as they are. JSON Lines and
+Parquet keep every text exact.
 """
 
 import csv
@@ -28,6 +35,16 @@ class TableWriter(Protocol):
     def write(self, path: Path, columns: Columns, rows: Sequence[Sequence]) -> None: ...
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value: object) -> object:
+    """A text cell a spreadsheet would run as a formula, made plain text (a leading apostrophe)."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return "" if value is None else value
+
+
 class CsvWriter:
     name = "csv"
     label = "CSV (spreadsheets)"
@@ -36,7 +53,7 @@ class CsvWriter:
         with path.open("w", newline="", encoding="utf-8") as handle:
             writer = csv.writer(handle)
             writer.writerow([column for column, _ in columns])
-            writer.writerows(["" if value is None else value for value in row] for row in rows)
+            writer.writerows([spreadsheet_safe(value) for value in row] for row in rows)
 
 
 class JsonLinesWriter:
