@@ -8,6 +8,7 @@ DJANGO_ALLOWED_HOSTS. See the README for every variable.
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from ratinggame.env import env_bool, env_float, env_int, env_list, env_str
@@ -44,6 +45,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "csp",
     "ratinggame",
     "annotators",
     "scoring",
@@ -53,6 +55,7 @@ MIDDLEWARE = [
     # First: every response, redirects and errors included, carries X-Request-ID and is logged.
     "ratinggame.request_log.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -128,6 +131,24 @@ STORAGES = {
         "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
         if not DEBUG
         else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+
+# Content-Security-Policy (django-csp) on every response: scripts, styles, images and fonts
+# from this site only, no inline script, no plugin, never framed. The pages keep their scripts
+# in static files; the API documentation pages relax it for themselves (ratinggame.api.urls).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
     },
 }
 

@@ -28,6 +28,7 @@ from ratinggame.models import Assignment, CaptionPair, CaptionSource, Image, Imp
 from ratinggame.pairs.importing import ManifestError
 from ratinggame.pairs.jobs import import_job_start
 from ratinggame.pairs.validation import PairInvalid
+from ratinggame.unavailable import RETRY_AFTER_SECONDS
 from scoring.consensus import consensus_from_aggregates
 
 TAG = "pairs"
@@ -218,7 +219,9 @@ def import_job_answer(job: ImportJob) -> Response:
         body = ImportReportSerializer({**job.report, "job_url": url}).data
         return Response(body, status=status.HTTP_200_OK if job.report["dry_run"] else status.HTTP_201_CREATED)
     if job.status == ImportJob.Status.FAILED and job.started_at is None:  # the broker did not answer
-        return error_response("unavailable", job.error, 503, {"job_url": url})
+        response = error_response("unavailable", job.error, 503, {"job_url": url})
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
     if job.status == ImportJob.Status.FAILED:
         return error_response("invalid_manifest", job.error, 400, {"rows": job.row_errors, "job_url": url})
     return Response(ImportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
