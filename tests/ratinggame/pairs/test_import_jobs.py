@@ -133,3 +133,28 @@ def test_upload_folders_no_job_uses_are_deleted_once_old(settings, sent_tasks):
         os.utime(folder, (long_ago, long_ago))
     assert import_folders_delete(older_than=timedelta(days=1)) == ["imports/left-by-a-killed-request"]
     assert (settings.MEDIA_ROOT / job.folder).is_dir()  # queued: still needed
+
+
+def test_the_hourly_sweep_resumes_lost_imports_and_deletes_what_no_row_uses(
+    settings, sent_tasks, django_capture_on_commit_callbacks
+):
+    from ratinggame.tasks import sweep_storage
+
+    lost = import_job_start(created_by=researcher(), manifest=manifest(["p0.png,a", "p1.png,b", "p2.png,c"]), files=[])
+    ImportJob.objects.filter(pk=lost.pk).update(
+        status=ImportJob.Status.RUNNING, started_at=timezone.now() - timedelta(hours=3)
+    )
+    orphan = settings.MEDIA_ROOT / "images" / "cd" / ("cd" + "1" * 62 + ".png")
+    orphan.parent.mkdir(parents=True)
+    orphan.write_bytes(png_bytes(5))
+    long_ago = time.time() - 2 * 24 * 3600
+    os.utime(orphan, (long_ago, long_ago))
+    sent_tasks.clear()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        swept = sweep_storage.run()
+
+    assert swept["imports_resumed"] == [lost.pk]
+    assert sent_tasks == [("ratinggame.tasks.import_job_run", (lost.pk,))]
+    assert swept["images_deleted"] == [f"images/cd/{orphan.name}"] and not orphan.exists()
+    assert swept["folders_deleted"] == []  # the lost job's files wait for its new run
