@@ -17,11 +17,14 @@ import logging
 import shutil
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import asdict
 from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.core.files.uploadedfile import UploadedFile
 from django.db.models import Q
 from django.utils import timezone
 
@@ -48,9 +51,9 @@ JOBS = TrackedJobs(
 
 def import_job_start(
     *,
-    created_by,
-    manifest,
-    files,
+    created_by: AbstractBaseUser | None,
+    manifest: UploadedFile,
+    files: Iterable[UploadedFile],
     pool: str = Pool.GAME,
     dry_run: bool = False,
     skip_invalid: bool = False,
