@@ -3,7 +3,9 @@
 What changes a rater's journey or score (state, scores, the qualification window, a dispute's
 outcome) is read-only here: those changes go through the staff dashboard's actions (suspend,
 reinstate, send to probation, resolve a dispute), which log who did it and why as a RaterAction.
-The action log itself is read-only: an audit trail nobody can add to, edit or delete by hand.
+Disputes are filed by raters and resolved on the dashboard only, so none is added, edited or
+deleted here (a deleted accepted dispute would let its points be restored twice). The action
+log itself is read-only: an audit trail nobody can add to, edit or delete by hand.
 """
 
 from django.contrib import admin
@@ -25,6 +27,19 @@ PROFILE_AUDITED_FIELDS = (
     "window_points",
 )
 DISPUTE_AUDITED_FIELDS = ("status", "points_restored", "resolved_by", "resolved_at", "resolution_note")
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """A model shown in the admin to read and search only: rows that services alone write."""
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(RaterProfile)
@@ -62,22 +77,11 @@ class ProbationRoundAdmin(admin.ModelAdmin):
 
 
 @admin.register(Dispute)
-class DisputeAdmin(admin.ModelAdmin):
+class DisputeAdmin(ReadOnlyAdmin):
     list_display = ["id", "rating", "status", "created_at", "resolved_by"]
     list_filter = ["status"]
     search_fields = ["comment", "rating__rater__username"]
-    raw_id_fields = ["rating"]
-
-    def get_fields(self, request, obj=None):
-        # A dispute filed here starts open, like one the rater files.
-        if obj is None:
-            return ["rating", "comment"]
-        return self.get_readonly_fields(request, obj)
-
-    def get_readonly_fields(self, request, obj=None):
-        if obj is None:
-            return []
-        return ["resolve", "rating", "comment", *DISPUTE_AUDITED_FIELDS]
+    fields = readonly_fields = ["resolve", "rating", "comment", *DISPUTE_AUDITED_FIELDS]
 
     @admin.display(description="Resolution")
     def resolve(self, obj: Dispute) -> str:
@@ -89,18 +93,9 @@ class DisputeAdmin(admin.ModelAdmin):
 
 
 @admin.register(RaterAction)
-class RaterActionAdmin(admin.ModelAdmin):
+class RaterActionAdmin(ReadOnlyAdmin):
     """The audit log: to read and search only."""
 
     list_display = ["rater", "action", "actor", "from_state", "to_state", "created_at"]
     list_filter = ["action"]
     search_fields = ["rater__user__username", "reason"]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False

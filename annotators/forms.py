@@ -13,7 +13,9 @@ class SignupForm(UserCreationForm):
     annotator role and the profile together.
     """
 
-    email = forms.EmailField(required=False, help_text="Optional; only used to reset a forgotten password.")
+    email = forms.EmailField(
+        required=False, max_length=254, help_text="Optional; only used to reset a forgotten password."
+    )
 
     class Meta(UserCreationForm.Meta):
         fields = ("username", "email")

@@ -75,6 +75,11 @@ class Dispute(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [
+            # One dispute per rating, whatever its outcome: parallel "dispute this score" posts
+            # cannot file two, and an accepted dispute cannot be followed by another one.
+            models.UniqueConstraint(fields=["rating"], name="dispute_one_per_rating"),
+        ]
 
     def __str__(self) -> str:
         return f"dispute on rating {self.rating_id} ({self.status})"

@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F, Sum
 from django.utils import timezone
 
@@ -27,17 +27,34 @@ LEADERBOARD_PERIODS = {"all": None, "week": timedelta(days=7)}
 def rater_signup(*, username: str, password: str, email: str = "") -> AbstractBaseUser:
     """A new annotator: the user, the annotator role and a rater profile (tutorial, no consent yet).
 
-    Raises ValidationError for a taken username or a password Django's validators refuse.
+    The username is stored as log-in compares it, folded to NFKC (``ＲＥＳ１`` is ``RES1``), and
+    must differ from every other one in more than case. Raises ValidationError with the errors
+    of each field (``username``, ``email``, ``password``): a name or an e-mail address the user
+    model refuses (too long once folded, characters it does not allow), a taken name, a
+    password Django's validators refuse. Nothing is written then.
     """
     user_model = get_user_model()
-    candidate = user_model(username=username, email=email)
-    validate_password(password, user=candidate)
-    with transaction.atomic():
-        if user_model.objects.filter(username__iexact=username).exists():
-            raise ValidationError("This username is taken.", code="username_taken")
-        user = user_model.objects.create_user(username=username, email=email, password=password)
-        user.groups.add(ensure_roles()[ANNOTATOR])
-        RaterProfile.objects.create(user=user)
+    candidate = user_model(username=user_model.normalize_username(username), email=email)
+    errors: dict[str, list] = {}
+    try:
+        candidate.full_clean(exclude=["password"], validate_unique=False)
+    except ValidationError as error:
+        errors.update(error.error_dict)
+    try:
+        validate_password(password, user=candidate)
+    except ValidationError as error:
+        errors["password"] = error.error_list
+    if errors:
+        raise ValidationError(errors)
+    try:
+        with transaction.atomic():
+            if user_model.objects.filter(username__iexact=candidate.username).exists():
+                raise IntegrityError("username taken")
+            user = user_model.objects.create_user(username=candidate.username, email=candidate.email, password=password)
+            user.groups.add(ensure_roles()[ANNOTATOR])
+            RaterProfile.objects.create(user=user)
+    except IntegrityError:  # taken before, or by a sign-up racing this one
+        raise ValidationError({"username": ValidationError("This username is taken.", code="username_taken")}) from None
     return user
 
 
@@ -82,6 +99,8 @@ def dispute_file(*, rater: AbstractBaseUser, rating_id: int, comment: str) -> Di
 
     Raises Rating.DoesNotExist for a rating that is not the rater's (existence is not told),
     ValidationError for an empty or over-long comment, or a rating ``dispute_refusal`` refuses.
+    One dispute per rating, which the database enforces too (``dispute_one_per_rating``): posts
+    racing each other file one.
     """
     comment = comment.strip()
     if not comment:
@@ -94,7 +113,11 @@ def dispute_file(*, rater: AbstractBaseUser, rating_id: int, comment: str) -> Di
         refusal = dispute_refusal(rating)
         if refusal is not None:
             raise refusal
-        return Dispute.objects.create(rating=rating, comment=comment)
+        try:
+            with transaction.atomic():
+                return Dispute.objects.create(rating=rating, comment=comment)
+        except IntegrityError:
+            raise dispute_refusal(rating) from None  # filed meanwhile: "disputed once already"
 
 
 def rater_disputes(user: AbstractBaseUser) -> list[Dispute]:

@@ -19,6 +19,7 @@ from annotators import journey, progress, services
 from annotators.forms import ConsentForm, ProfileForm, SignupForm
 from annotators.gates import PLAYING_STEPS, guide_context, step_gate, step_url
 from annotators.journey import Step
+from annotators.throttles import signup_seconds_to_wait
 
 
 @require_http_methods(["GET", "POST"])
@@ -26,6 +27,11 @@ def signup(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         return redirect("annotators:play")
     form = SignupForm(request.POST if request.method == "POST" else None)
+    if request.method == "POST" and (wait := signup_seconds_to_wait(request)):
+        form.add_error(None, "Too many accounts were created from your address. Try again later.")
+        response = render(request, "annotators/signup.html", {"form": form}, status=429)
+        response["Retry-After"] = str(wait)
+        return response
     if request.method == "POST" and form.is_valid():
         try:
             user = services.rater_signup(
@@ -34,7 +40,8 @@ def signup(request: HttpRequest) -> HttpResponse:
                 email=form.cleaned_data.get("email") or "",
             )
         except ValidationError as error:
-            form.add_error(None, error)
+            for field, messages_ in error.message_dict.items():
+                form.add_error(field if field in form.fields else None, messages_)
         else:
             login(request, user)
             return redirect("annotators:play")

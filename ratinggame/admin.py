@@ -1,10 +1,20 @@
+"""The Django admin of the game's models.
+
+Images and pairs are added and edited through the importer's rules and services. Assignments
+and ratings are read-only: every change to them moves a pair's consensus aggregates and open
+slots, which only the game's services keep in step under the pair's row lock (ratings are
+excluded by a failed qualification window, never by hand; ``manage.py check_aggregates``
+reports and repairs any drift).
+"""
+
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
-from ratinggame.models import Assignment, CaptionPair, Image, Rating
+from annotators.admin import ReadOnlyAdmin
+from ratinggame.models import Assignment, CaptionPair, Image, ImportJob, Rating
 from ratinggame.pairs.derivatives import display_image
 from ratinggame.pairs.images import ImageRejected, check_image_bytes, read_limited
 from ratinggame.pairs.services import image_store, pair_create, pair_pool_changed, pairs_created, pairs_priming_retry
@@ -18,16 +28,20 @@ from ratinggame.pairs.validation import (
 
 
 def thumbnail(image: Image | None, size: int = 80) -> str:
-    """A preview from the image's display copies (the 160-px one in lists), never the original."""
+    """A preview from the image's display copies (the 160-px one in lists), never the original,
+    scaled to fit ``size`` pixels by its width and height attributes (the Content-Security-Policy
+    refuses inline style attributes)."""
     if image is None or not image.file:
         return "-"
     shown = display_image(image)
+    scale = min(1.0, size / max(image.width, image.height, 1))
+    width, height = max(1, round(image.width * scale)), max(1, round(image.height * scale))
     return format_html(
-        '<img src="{}" alt="{}" style="max-width:{}px;max-height:{}px" loading="lazy">',
+        '<img src="{}" alt="{}" width="{}" height="{}" loading="lazy">',
         shown.thumb if size <= 160 else shown.src,
         image,
-        size,
-        size,
+        width,
+        height,
     )
 
 
@@ -135,6 +149,10 @@ class CaptionPairAdmin(admin.ModelAdmin):
         "priming_error",
     ]
 
+    def get_queryset(self, request):
+        # SPEC 5: not the pair a staff member is rating right now (its consensus and primes).
+        return super().get_queryset(request).exclude(pk__in=Assignment.objects.pairs_held_by(request.user))
+
     def save_model(self, request, obj, form, change):
         if change:
             # Only the form's own fields: the consensus aggregates, slots and primes are kept
@@ -177,16 +195,24 @@ class CaptionPairAdmin(admin.ModelAdmin):
 
 
 @admin.register(Assignment)
-class AssignmentAdmin(admin.ModelAdmin):
-    list_display = ["id", "rater", "pair", "stage", "served_at", "submitted_at"]
+class AssignmentAdmin(ReadOnlyAdmin):
+    list_display = ["id", "rater", "pair", "stage", "served_at", "submitted_at", "holds_slot"]
     list_filter = ["stage"]
     search_fields = ["rater__username"]
-    raw_id_fields = ["rater", "pair"]
 
 
 @admin.register(Rating)
-class RatingAdmin(admin.ModelAdmin):
+class RatingAdmin(ReadOnlyAdmin):
     list_display = ["id", "rater", "pair", "stage", "value", "points", "excluded", "submitted_at"]
     list_filter = ["stage", "excluded", "value"]
     search_fields = ["rater__username", "pair__caption"]
-    raw_id_fields = ["assignment", "pair", "rater"]
+
+    def get_queryset(self, request):
+        # SPEC 5: not the ratings of the pair a staff member is rating right now.
+        return super().get_queryset(request).exclude(pair_id__in=Assignment.objects.pairs_held_by(request.user))
+
+
+@admin.register(ImportJob)
+class ImportJobAdmin(ReadOnlyAdmin):
+    list_display = ["id", "status", "created_by", "created_at", "finished_at", "progress_message"]
+    list_filter = ["status"]

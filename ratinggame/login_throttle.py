@@ -9,8 +9,11 @@ ends, without checking the password at all. A successful log-in clears the count
 
 The count is per username *and* address, so a stranger cannot lock a rater out from
 elsewhere, and per username, so one address cannot try many passwords on one account. The
-API endpoints have DRF's per-address rate limits on top ("login" scope). Counts live in the
-cache: with several web processes configure a shared one (DJANGO_CACHE_URL).
+username counts as the identity it logs in to, not as it was typed: the log-in form folds it
+to NFKC (``ＲＥＳ１`` logs in as ``RES1``) and names differ in more than case
+(``annotators.services.rater_signup``), so every spelling of one account shares one count.
+The API endpoints have DRF's per-address rate limits on top ("login" scope). Counts live in
+the cache: with several web processes configure a shared one (DJANGO_CACHE_URL).
 """
 
 import hashlib
@@ -19,6 +22,7 @@ import time
 
 from django.conf import settings
 from django.contrib import admin
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.signals import user_logged_in, user_login_failed
 from django.contrib.auth.views import LoginView
 from django.core.cache import cache
@@ -40,9 +44,15 @@ def client_address(request) -> str:
     return hops[-min(proxies, len(hops))]
 
 
+def login_identity(username: str) -> str:
+    """The account a username names, however it is spelled: NFKC (as the log-in form and
+    sign-up fold it), without surrounding space, case folded."""
+    return AbstractBaseUser.normalize_username(username).strip().casefold()
+
+
 def _keys(username: str, address: str) -> tuple[str, str]:
     # Hashed: any text a client sends as a username makes a valid, bounded cache key.
-    digest = hashlib.sha256(f"{username.strip().lower()}\n{address}".encode()).hexdigest()
+    digest = hashlib.sha256(f"{login_identity(username)}\n{address}".encode()).hexdigest()
     return f"{_PREFIX}:count:{digest}", f"{_PREFIX}:since:{digest}"
 
 

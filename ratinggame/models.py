@@ -1,8 +1,13 @@
 """The game's data: images, caption pairs, assignments (a pair served to a rater) and ratings."""
 
+from datetime import datetime
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
+
+from ratinggame.pairs.storage import image_storage
 
 # SPEC sections 5 and 6: each game pair collects 3 to 7 human ratings; a pair with at least 3
 # non-excluded human ratings is validated (it enters the dataset).
@@ -27,14 +32,18 @@ class CaptionSource(models.TextChoices):
     OTHER = "other", "Other"
 
 
+# The folder of MEDIA_ROOT that holds the image files (and nothing else).
+IMAGES_DIR = "images"
+
+
 def image_upload_path(instance: "Image", filename: str) -> str:
     # Content-addressed: the stored name comes from the sha256, never from the user.
     extension = filename.rsplit(".", 1)[-1].lower() if "." in filename else "img"
-    return f"images/{instance.sha256[:2]}/{instance.sha256}.{extension}"
+    return f"{IMAGES_DIR}/{instance.sha256[:2]}/{instance.sha256}.{extension}"
 
 
 class Image(models.Model):
-    file = models.ImageField(upload_to=image_upload_path, max_length=200)
+    file = models.ImageField(upload_to=image_upload_path, storage=image_storage, max_length=200)
     sha256 = models.CharField(max_length=64, unique=True, editable=False)
     width = models.PositiveIntegerField(editable=False, default=0)
     height = models.PositiveIntegerField(editable=False, default=0)
@@ -150,10 +159,28 @@ class CaptionPair(models.Model):
         return f"#{self.pk} {self.caption[:60]}"
 
 
+class AssignmentQuerySet(models.QuerySet):
+    def open(self, now: datetime | None = None) -> "AssignmentQuerySet":
+        """Served, not submitted, not expired."""
+        return self.filter(submitted_at__isnull=True, expires_at__gt=now or timezone.now())
+
+    def pairs_held_by(self, user) -> models.QuerySet:
+        """Ids of the pairs ``user`` holds an open assignment for (a subquery).
+
+        SPEC 5: while they do, they see neither the pair's consensus, nor its primes, nor its
+        other ratings, whatever roles they also hold; every read of those excludes these pairs.
+        """
+        if not user.is_authenticated:
+            return self.none().values("pair_id")
+        return self.open().filter(rater=user).values("pair_id")
+
+
 class Assignment(models.Model):
     """A pair served to a rater: who was shown what, and when (server time)."""
 
-    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
+    # PROTECT (also on Rating): deleting a user must not delete the rows a pair's aggregates and
+    # open slots count; a rater who leaves is deactivated instead.
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="assignments")
     pair = models.ForeignKey(CaptionPair, on_delete=models.PROTECT, related_name="assignments")
     stage = models.CharField(max_length=10, choices=Pool.choices)
     served_at = models.DateTimeField()
@@ -162,6 +189,8 @@ class Assignment(models.Model):
     # True while this open game assignment holds one of its pair's slots (pair.in_flight);
     # cleared on submission or when it expires (ratinggame.game.assignment).
     holds_slot = models.BooleanField(default=False)
+
+    objects = AssignmentQuerySet.as_manager()
 
     class Meta:
         ordering = ["id"]
@@ -240,7 +269,7 @@ class RatingQuerySet(models.QuerySet):
 class Rating(models.Model):
     assignment = models.OneToOneField(Assignment, on_delete=models.PROTECT, related_name="rating")
     pair = models.ForeignKey(CaptionPair, on_delete=models.PROTECT, related_name="ratings")
-    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="ratings")
+    rater = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="ratings")
     stage = models.CharField(max_length=10, choices=Pool.choices)
     value = models.PositiveSmallIntegerField()
     served_at = models.DateTimeField()
@@ -272,3 +301,37 @@ class Rating(models.Model):
     @property
     def seconds_spent(self) -> float:
         return (self.submitted_at - self.served_at).total_seconds()
+
+
+class ImportJob(models.Model):
+    """A manifest import run as a tracked job (``ratinggame.pairs.jobs``): the command's importer,
+    all or nothing, with its progress, its report and the rows it refused."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    progress = models.FloatField(default=0.0)
+    progress_message = models.CharField(max_length=200, blank=True)
+    # pool, dry_run, skip_invalid and the manifest's name.
+    params = models.JSONField(default=dict)
+    # The uploaded files while the job waits or runs (under MEDIA_ROOT; removed at the end).
+    folder = models.CharField(max_length=200, blank=True)
+    # ImportReport's counts and pair ids once the importer ran; the refused rows as
+    # [{"row": line number, "reason": "..."}] (all of them stop the import unless skip_invalid).
+    report = models.JSONField(default=dict, blank=True)
+    row_errors = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"import {self.pk} ({self.status})"

@@ -8,6 +8,7 @@ DJANGO_ALLOWED_HOSTS. See the README for every variable.
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from ratinggame.env import env_bool, env_float, env_int, env_list, env_str
@@ -44,6 +45,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "csp",
     "ratinggame",
     "annotators",
     "scoring",
@@ -53,6 +55,7 @@ MIDDLEWARE = [
     # First: every response, redirects and errors included, carries X-Request-ID and is logged.
     "ratinggame.request_log.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -112,18 +115,6 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-# E-mail (password reset): printed to the console on a laptop; in production an SMTP server.
-EMAIL_BACKEND = env_str(
-    "DJANGO_EMAIL_BACKEND",
-    "django.core.mail.backends.console.EmailBackend" if DEBUG else "django.core.mail.backends.smtp.EmailBackend",
-)
-EMAIL_HOST = env_str("DJANGO_EMAIL_HOST", "localhost")
-EMAIL_PORT = env_int("DJANGO_EMAIL_PORT", 25)
-EMAIL_HOST_USER = env_str("DJANGO_EMAIL_HOST_USER")
-EMAIL_HOST_PASSWORD = env_str("DJANGO_EMAIL_HOST_PASSWORD")
-EMAIL_USE_TLS = env_bool("DJANGO_EMAIL_USE_TLS", False)
-DEFAULT_FROM_EMAIL = env_str("DJANGO_DEFAULT_FROM_EMAIL", "webmaster@localhost")
-
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "home"
@@ -147,11 +138,43 @@ STORAGES = {
     },
 }
 
+# Content-Security-Policy (django-csp) on every response: scripts, styles, images and fonts
+# from this site only, no inline script, no plugin, never framed. The pages keep their scripts
+# in static files; the API documentation pages relax it for themselves (ratinggame.api.urls).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}
+
 # Uploads: requests are bounded; image files are checked again by ratinggame.pairs.images.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DJANGO_DATA_UPLOAD_MAX_MEMORY_SIZE", 5 * 1024 * 1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 # Files in one multipart request (a manifest upload with loose images); send a zip for more.
 DATA_UPLOAD_MAX_NUMBER_FILES = env_int("DJANGO_DATA_UPLOAD_MAX_NUMBER_FILES", 1000)
+
+# E-mail (password resets): with DJANGO_EMAIL_HOST set, sent by SMTP; without, each message is
+# written as a file under var/mail/ (Django's file backend), never lost and never sent to
+# Django's default SMTP server on localhost, which a laptop or a bare server does not run.
+EMAIL_HOST = env_str("DJANGO_EMAIL_HOST")
+EMAIL_BACKEND = (
+    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "django.core.mail.backends.filebased.EmailBackend"
+)
+EMAIL_FILE_PATH = Path(env_str("DJANGO_EMAIL_FILE_PATH", str(VAR_DIR / "mail")))
+EMAIL_PORT = env_int("DJANGO_EMAIL_PORT", 587)
+EMAIL_HOST_USER = env_str("DJANGO_EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("DJANGO_EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("DJANGO_EMAIL_USE_TLS", True)
+DEFAULT_FROM_EMAIL = env_str("DJANGO_DEFAULT_FROM_EMAIL", "ratings@localhost")
 
 # Cache: throttling and the log-in limiter count in it, so with several web processes it must
 # be shared (redis://...); the default is per process, fine for one process or a laptop. The
@@ -186,6 +209,9 @@ RATINGGAME = {
     "MAX_UPLOAD_BYTES": env_int("RATINGGAME_MAX_UPLOAD_BYTES", 500 * 1024 * 1024),
     "MAX_UNZIPPED_BYTES": env_int("RATINGGAME_MAX_UNZIPPED_BYTES", 2 * 1024 * 1024 * 1024),
     "MAX_ZIP_MEMBERS": env_int("RATINGGAME_MAX_ZIP_MEMBERS", 50_000),
+    # A manifest upload with more rows is imported by a worker (a tracked job; the request
+    # answers 202 with the job's address) instead of within the request.
+    "IMPORT_INLINE_MAX_ROWS": env_int("RATINGGAME_IMPORT_INLINE_MAX_ROWS", 1000),
     # Production image serving (ratinggame.pairs.media): empty -> the web process sends the file;
     # a prefix such as /protected-media/ -> an X-Accel-Redirect for nginx to send it.
     "MEDIA_ACCEL_REDIRECT": env_str("RATINGGAME_MEDIA_ACCEL_REDIRECT", ""),
@@ -282,6 +308,10 @@ CELERY_BEAT_SCHEDULE: dict = {
     "train-predictor": {"task": "scoring.tasks.train_predictor", "schedule": 24 * 3600.0},
     # The game (ratinggame.tasks): slots of abandoned assignments go back to their pairs.
     "release-expired-assignments": {"task": "ratinggame.tasks.release_expired_assignments", "schedule": 60.0},
+    # Pairs whose stored aggregates drifted from their ratings are repaired and logged.
+    "check-aggregates": {"task": "ratinggame.tasks.check_aggregates", "schedule": 6 * 3600.0},
+    # Imports a dead worker left are sent again; files and upload folders no row uses are deleted.
+    "sweep-storage": {"task": "ratinggame.tasks.sweep_storage", "schedule": 3600.0},
 }
 
 # --- REST API (ratinggame.api) ----------------------------------------------------------

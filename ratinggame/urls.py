@@ -20,6 +20,9 @@ class StageConverter:
 
 register_converter(StageConverter, "stage")
 
+# A database that does not answer is a 503 with Retry-After, not a 500 (ratinggame.unavailable).
+handler500 = "ratinggame.unavailable.server_error"
+
 urlpatterns = [
     path("", views.home, name="home"),
     path("", include("annotators.urls")),

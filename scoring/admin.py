@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from ratinggame.models import Assignment
 from scoring.models import Calibration, ExportJob, ModelRating, PredictorRun
 
 
@@ -15,6 +16,10 @@ class ModelRatingAdmin(admin.ModelAdmin):
     list_filter = ["metric"]
     search_fields = ["model_identity", "pair__caption"]
     raw_id_fields = ["pair"]
+
+    def get_queryset(self, request):
+        # SPEC 5: not the primes of the pair a staff member is rating right now.
+        return super().get_queryset(request).exclude(pair_id__in=Assignment.objects.pairs_held_by(request.user))
 
 
 @admin.register(PredictorRun)

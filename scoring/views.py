@@ -10,17 +10,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from annotators.roles import RESEARCHER, has_role
-from scoring.export.jobs import export_job_archive_path, export_job_start
+from annotators.roles import is_researcher
+from scoring.export.jobs import export_download_refusal, export_job_archive_path, export_job_start
 from scoring.forms import ExportForm
 from scoring.models import ExportJob
 
 _LISTED = 50
-
-
-def can_export(user) -> bool:
-    """Researchers and staff export data; annotators do not."""
-    return user.is_authenticated and (user.is_staff or has_role(user, RESEARCHER))
 
 
 def researcher_required(view):
@@ -28,7 +23,7 @@ def researcher_required(view):
     def checked(request, *args, **kwargs):
         if not request.user.is_authenticated:
             return redirect_to_login(request.get_full_path())
-        if not can_export(request.user):
+        if not is_researcher(request.user):
             raise PermissionDenied("Only researchers can export the dataset.")
         return view(request, *args, **kwargs)
 
@@ -81,6 +76,9 @@ def export_status(request, job_id: int):
 @researcher_required
 def export_download(request, job_id: int):
     job = get_object_or_404(ExportJob, pk=job_id)
+    if refusal := export_download_refusal(request.user):
+        messages.error(request, refusal)
+        return redirect("scoring:research")
     path = export_job_archive_path(job)
     if path is None:
         raise Http404("This export has no archive to download.")

@@ -259,6 +259,59 @@ BAD_MANIFESTS = [
         "pairs.jsonl",
         "caption contains an unpaired surrogate",
     ),
+    # Issue 15: inputs that answered 500 or were accepted.
+    (
+        "nul byte in a csv explanation",
+        "image,caption,pool,expert_rating,explanation\na.png,a cat,tutorial,3,why\x00not\n",
+        "pairs.csv",
+        "explanation contains a NUL character",
+    ),
+    (
+        "nul byte in a jsonl explanation",
+        '{"image": "a.png", "caption": "a cat", "pool": "tutorial", "expert_rating": 3, "explanation": "a\\u0000b"}\n',
+        "pairs.jsonl",
+        "explanation contains a NUL character",
+    ),
+    (
+        "nul byte in a csv image name",
+        "image,caption\na.png\x00.png,a cat\n",
+        "pairs.csv",
+        "image file name contains a NUL",
+    ),
+    (
+        "nul byte in a jsonl image name",
+        '{"image": "a.png\\u0000", "caption": "a cat"}\n',
+        "pairs.jsonl",
+        "contains a NUL",
+    ),
+    ("display order 2^31", "image,caption,display_order\na.png,a cat,2147483648\n", "pairs.csv", "over the largest"),
+    (
+        "display order of 23 digits",
+        f"image,caption,display_order\na.png,a cat,{'9' * 23}\n",
+        "pairs.csv",
+        "over the largest",
+    ),
+    (
+        "zero-width caption",
+        "image,caption\na.png,\u200b\u200b\u2060\n",
+        "pairs.csv",
+        "caption has no visible character",
+    ),
+    ("zero-width jsonl caption", '{"image": "a.png", "caption": "\\u200b\\ufeff"}\n', "pairs.jsonl", "no visible"),
+    ("column twice, other case", "image,caption,Caption\na.png,a,b\n", "pairs.csv", "'caption' appears twice"),
+    (
+        "jsonl column twice, other case",
+        '{"image": "a.png", "caption": "a", "Caption": "b"}\n',
+        "pairs.jsonl",
+        "'caption' appears twice (as 'caption' and 'Caption')",
+    ),
+    ("jsonl same key twice", '{"image": "a.png", "caption": "a", "caption": "b"}\n', "pairs.jsonl", "appears twice"),
+    (
+        "image name over 255 bytes",
+        f"image,caption\n{'n' * 300}.png,a cat\n",
+        "pairs.csv",
+        "longer than 255 bytes",
+    ),
 ]
 
 
@@ -271,6 +324,32 @@ def test_a_bad_manifest_is_refused_with_its_reason_and_nothing_is_written(settin
     answer = upload(client, manifest_file(manifest, filename), GOOD)
     assert_refused(answer, 400, "invalid_manifest", says)
     assert snapshot(settings) == before
+
+
+@pytest.mark.parametrize("dry_run", ["false", "true"])
+def test_a_display_order_out_of_range_is_refused_even_in_a_dry_run(settings, dry_run):
+    client = token_client(researcher())
+    before = snapshot(settings)
+    answer = upload(
+        client, manifest_file("image,caption,display_order\na.png,a cat,2147483648\n"), GOOD, dry_run=dry_run
+    )
+    error = assert_refused(answer, 400, "invalid_manifest")
+    assert error["details"]["rows"] == [
+        {"row": 2, "reason": "display_order 2147483648 is over the largest allowed, 2,147,483,647"}
+    ]
+    assert snapshot(settings) == before
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u0085", "\u2029", "\x1c"])
+def test_jsonl_with_a_line_separator_inside_a_caption_is_valid_json(settings, separator):
+    """U+2028, U+0085 and friends end a line for str.splitlines(), not for JSON Lines."""
+    client = token_client(researcher())
+    caption = f"a cat{separator}on a mat"
+    line = json.dumps({"image": "a.png", "caption": caption}, ensure_ascii=False)
+    answer = upload(client, manifest_file(line + "\n", "pairs.jsonl"), GOOD)
+    assert answer.status_code == 201, answer.content
+    # Stored with its white space folded, as every caption is.
+    assert CaptionPair.objects.get().caption == "a cat on a mat"
 
 
 def test_an_empty_manifest_file_is_refused(settings):
@@ -310,6 +389,46 @@ BAD_UPLOADS = [
         "invalid_manifest",
         "not a plain relative file name",
     ),
+    (
+        "encrypted zip member",
+        "image,caption\nsecret.png,a cat\n",
+        {"a.zip": None},
+        {"encrypted": True},
+        "invalid_manifest",
+        "'secret.png' in 'a.zip' is encrypted",
+    ),
+    (
+        "a file beside a zip folder of the same name",
+        "image,caption\na/b.png,a cat\n",
+        {"a.zip": zip_bytes({"a": png_bytes(5), "a/b.png": png_bytes(6)})},
+        {},
+        "invalid_manifest",
+        "'a' is a file in the upload and also the folder of 'a/b.png'",
+    ),
+    (
+        "a loose file, then a zip member under it",
+        "image,caption\nd/b.png,a cat\n",
+        {"d": png_bytes(5), "z.zip": zip_bytes({"d/b.png": png_bytes(6)})},
+        {},
+        "invalid_manifest",
+        "'d' is a file in the upload and also the folder of 'd/b.png'",
+    ),
+    (
+        "a zip folder, then a loose file of its name",
+        "image,caption\nd/b.png,a cat\n",
+        {"z.zip": zip_bytes({"d/b.png": png_bytes(6)}), "d": png_bytes(5)},
+        {},
+        "invalid_manifest",
+        "'d' is a file in the upload and also a folder",
+    ),
+    (
+        "a zip member name over 255 bytes",
+        "image,caption\na.png,a cat\n",
+        {"z.zip": zip_bytes({"x" * 300 + ".png": png_bytes(6)})},
+        {},
+        "invalid_manifest",
+        "longer than 255 bytes",
+    ),
     ("dry_run not a boolean", "image,caption\na.png,a cat\n", {}, {"dry_run": "perhaps"}, "invalid", "dry_run"),
     ("pool not a pool", "image,caption\na.png,a cat\n", {}, {"pool": "arcade"}, "invalid", "pool"),
 ]
@@ -321,6 +440,8 @@ BAD_UPLOADS = [
 def test_a_malformed_upload_request_is_refused(settings, name, manifest, images, fields, code, says):
     client = token_client(researcher())
     before = snapshot(settings)
+    if fields.pop("encrypted", False):
+        images = {"a.zip": encrypted_zip({"secret.png": png_bytes(5)})}
     if fields.pop("twice", False):
         body = {
             "manifest": manifest_file(manifest),
@@ -330,6 +451,34 @@ def test_a_malformed_upload_request_is_refused(settings, name, manifest, images,
     else:
         answer = upload(client, manifest_file(manifest) if manifest else None, {**GOOD, **images}, **fields)
     assert_refused(answer, 400, code, says)
+    assert snapshot(settings) == before
+
+
+def encrypted_zip(members: dict[str, bytes]) -> bytes:
+    """A zip whose members are flagged as encrypted (general purpose bit 0), as an encrypting tool writes."""
+    data = bytearray(zip_bytes(members))
+    for signature, flag_offset in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        start = 0
+        while (start := data.find(signature, start)) != -1:
+            data[start + flag_offset] |= 0x1
+            start += 4
+    return bytes(data)
+
+
+def test_the_unzipped_limits_bound_the_whole_upload_not_each_zip(settings):
+    """Two zips of 2,000 bytes each passed a 3,000-byte limit: the limit is per upload."""
+    first, second = noise_png((20, 20), seed=1), noise_png((20, 20), seed=2)
+    settings.RATINGGAME = {**settings.RATINGGAME, "MAX_UNZIPPED_BYTES": len(first) + len(second) - 1}
+    client = token_client(researcher())
+    before = snapshot(settings)
+    images = {"one.zip": zip_bytes({"one.png": first}), "two.zip": zip_bytes({"two.png": second})}
+    answer = upload(client, manifest_file("image,caption\none.png,a\ntwo.png,b\n"), images)
+    assert_refused(answer, 400, "invalid_manifest", "with 'two.zip' the upload's zips unpack to over")
+    assert snapshot(settings) == before
+
+    settings.RATINGGAME = {**settings.RATINGGAME, "MAX_UNZIPPED_BYTES": 10**9, "MAX_ZIP_MEMBERS": 1}
+    answer = upload(client, manifest_file("image,caption\none.png,a\ntwo.png,b\n"), images)
+    assert_refused(answer, 400, "invalid_manifest", "with 'two.zip' the upload holds over 1 files in zips")
     assert snapshot(settings) == before
 
 

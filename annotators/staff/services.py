@@ -11,11 +11,14 @@ Rules:
   (``annotators.progress.probation_enter``). The game score is kept: this is not a failed
   qualification window (SPEC 2.3); the next entry to the game opens a new window. A rater in
   the tutorial (no training score yet) or already on probation cannot be sent.
-* **resolve a dispute**: accepting it restores the points the disputed game rating cost: its
-  negative points, ``max(0, -rating.points)``, are credited to the rater's ``game_score`` and
+* **resolve a dispute**: accepting it restores the points the disputed game rating cost
+  (``dispute_points_restorable``): its negative points, ``max(0, -rating.points)``, less
+  what was restored for that rating before, are credited to the rater's ``game_score`` and
   recorded in ``Dispute.points_restored``; a rating that earned 0 or more restores nothing.
-  The rating itself keeps the points it was scored (the game's record stays as it happened).
-  Rejecting changes no score. Only an open dispute can be resolved, once. A dispute whose rating
+  So restoring is idempotent and never more than the rating lost, however many staff accept
+  at once (the dispute row is locked) and however the dispute came to be. The rating itself
+  keeps the points it was scored (the game's record stays as it happened). Rejecting changes
+  no score. Only an open dispute can be resolved, once. A dispute whose rating
   was excluded after it was filed (a failed qualification window) cannot be accepted: the
   rating no longer counts and the window reset the game score, so restoring its points would
   credit a score the rules took away; it can be rejected.
@@ -26,10 +29,12 @@ action racing the rater's own rating, never lose an update.
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import Sum
 from django.utils import timezone
 
 from annotators import progress
 from annotators.models import Dispute, DisputeStatus, RaterAction, RaterProfile, RaterState
+from ratinggame.models import Rating
 
 
 class ActionRefused(Exception):
@@ -114,8 +119,9 @@ def dispute_resolve(*, dispute: Dispute, actor: AbstractBaseUser, accept: bool, 
                 f"Rating {rating.pk} was excluded{reason} after this dispute was filed: it no longer counts, "
                 "so the dispute cannot be accepted. Reject it instead."
             )
+        # The rater's profile lock also serialises every restore for this rater's ratings.
         profile = RaterProfile.objects.select_for_update().get(user_id=rating.rater_id)
-        restored = max(0, -rating.points) if accept else 0
+        restored = dispute_points_restorable(rating) if accept else 0
         if restored:
             profile.game_score += restored
             profile.save(update_fields=["game_score"])
@@ -134,3 +140,15 @@ def dispute_resolve(*, dispute: Dispute, actor: AbstractBaseUser, accept: bool, 
             to_state=profile.state,
         )
         return dispute
+
+
+def dispute_points_restorable(rating: Rating) -> int:
+    """Points an accepted dispute gives back for ``rating``: what the rating lost (its negative
+    points), less what disputes on it restored already; never negative.
+
+    The one place that decides how much an acceptance restores (the caller holds the rater's
+    profile lock, so two acceptances cannot both read "nothing restored yet").
+    """
+    lost = max(0, -rating.points)
+    already = Dispute.objects.filter(rating=rating).aggregate(total=Sum("points_restored"))["total"] or 0
+    return max(0, lost - already)

@@ -21,17 +21,20 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotators import services
+from annotators.throttles import SignupRateThrottle
 from ratinggame import login_throttle
 from ratinggame.api.errors import ErrorSerializer, error_response
-from ratinggame.api.throttles import LoginRateThrottle, SignupRateThrottle
+from ratinggame.api.throttles import LoginRateThrottle
 
 TAG = "auth"
 
 
 class SignupSerializer(serializers.Serializer):
+    # The lengths and the rules of the user model's fields are checked by rater_signup, on the
+    # normalised name (NFKC may make a name longer than it was typed).
     username = serializers.CharField(max_length=150, validators=[UnicodeUsernameValidator()])
     password = serializers.CharField(max_length=128, write_only=True, style={"input_type": "password"})
-    email = serializers.EmailField(required=False, allow_blank=True, default="")
+    email = serializers.EmailField(required=False, allow_blank=True, default="", max_length=254)
 
 
 class TokenRequestSerializer(serializers.Serializer):
@@ -67,8 +70,7 @@ class SignupView(APIView):
         try:
             user = services.rater_signup(username=data["username"], password=data["password"], email=data["email"])
         except ValidationError as error:
-            field = "username" if any(e.code == "username_taken" for e in error.error_list) else "password"
-            raise serializers.ValidationError({field: error.messages}) from None
+            raise serializers.ValidationError(error.message_dict) from None
         token, _ = Token.objects.get_or_create(user=user)
         body = AccountSerializer({"id": user.pk, "username": user.get_username(), "token": token.key}).data
         return Response(body, status=status.HTTP_201_CREATED)

@@ -19,7 +19,7 @@ from ratinggame.api.errors import Conflict, ErrorSerializer
 from ratinggame.api.permissions import IsResearcher
 from ratinggame.models import MIN_HUMAN_RATINGS
 from scoring.export.formats import DEFAULT_FORMATS, FORMATS
-from scoring.export.jobs import export_job_archive_path, export_job_start
+from scoring.export.jobs import export_download_refusal, export_job_archive_path, export_job_start
 from scoring.forms import ExportForm
 from scoring.models import ExportJob
 
@@ -115,11 +115,15 @@ class ExportJobDownload(APIView):
         responses={
             (200, "application/zip"): OpenApiResponse(OpenApiTypes.BINARY, description="The export bundle."),
             404: ErrorSerializer,
-            409: OpenApiResponse(ErrorSerializer, description="The job is not done yet."),
+            409: OpenApiResponse(
+                ErrorSerializer, description="The job is not done yet, or the caller is rating a game pair."
+            ),
         },
     )
     def get(self, request: Request, pk: int) -> FileResponse:
         job = generics.get_object_or_404(ExportJob, pk=pk)
+        if refusal := export_download_refusal(request.user):
+            raise Conflict(refusal)
         if job.status != ExportJob.Status.DONE:
             raise Conflict(f"Export {job.pk} is {job.status}, not done: there is nothing to download yet.")
         path = export_job_archive_path(job)

@@ -2,10 +2,16 @@
 
 Researchers see what annotators never see before rating: the human aggregates, the consensus
 and the model primes.
+
+A manifest upload is an import job (``ratinggame.pairs.jobs``): a small one runs within the
+request, which answers as the command would (201 with the report, or 400 naming every bad
+row); a large one runs on a worker, and the request answers 202 with the job to follow at
+``GET /api/imports/{id}/``.
 """
 
 import django_filters
 from django.conf import settings
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
@@ -17,11 +23,12 @@ from rest_framework.views import APIView
 from ratinggame.api.errors import ErrorSerializer, PayloadTooLarge, error_response
 from ratinggame.api.filters import CountFilter
 from ratinggame.api.permissions import IsResearcher
-from ratinggame.api.uploads import manifest_upload_import
 from ratinggame.game.aggregates import in_force
-from ratinggame.models import CaptionPair, CaptionSource, Image, Pool, PrimingStatus
-from ratinggame.pairs.importing import ImportFailed, ManifestError
+from ratinggame.models import Assignment, CaptionPair, CaptionSource, Image, ImportJob, Pool, PrimingStatus
+from ratinggame.pairs.importing import ManifestError
+from ratinggame.pairs.jobs import import_job_start
 from ratinggame.pairs.validation import PairInvalid
+from ratinggame.unavailable import RETRY_AFTER_SECONDS
 from scoring.consensus import consensus_from_aggregates
 
 TAG = "pairs"
@@ -108,12 +115,19 @@ class PairFilter(django_filters.FilterSet):
         return queryset.filter(**done) if value else queryset.exclude(**done)
 
 
+def pairs_shown_to(user):
+    """Every pair, but those ``user`` is rating right now (SPEC 5: not their consensus nor primes)."""
+    return CaptionPair.objects.exclude(pk__in=Assignment.objects.pairs_held_by(user))
+
+
 class PairList(generics.ListAPIView):
     permission_classes = [IsResearcher]
     serializer_class = PairSerializer
-    queryset = CaptionPair.objects.select_related("image").order_by("id")
     filterset_class = PairFilter
     ordering_fields = ["id", "created_at", "human_count", "display_order"]
+
+    def get_queryset(self):
+        return pairs_shown_to(self.request.user).select_related("image").order_by("id")
 
     @extend_schema(tags=[TAG])
     def get(self, request: Request, *args, **kwargs) -> Response:
@@ -121,9 +135,13 @@ class PairList(generics.ListAPIView):
 
 
 class PairDetail(generics.RetrieveAPIView):
+    """404 while the caller holds an open assignment for the pair (rate it first)."""
+
     permission_classes = [IsResearcher]
     serializer_class = PairSerializer
-    queryset = CaptionPair.objects.select_related("image")
+
+    def get_queryset(self):
+        return pairs_shown_to(self.request.user).select_related("image")
 
     @extend_schema(tags=[TAG], responses={200: PairSerializer, 404: ErrorSerializer})
     def get(self, request: Request, *args, **kwargs) -> Response:
@@ -144,6 +162,7 @@ class ManifestUploadSerializer(serializers.Serializer):
     )
     pool = serializers.ChoiceField(choices=Pool.choices, default=Pool.GAME, help_text="For rows without a pool.")
     dry_run = serializers.BooleanField(default=False, help_text="Check everything, write nothing.")
+    skip_invalid = serializers.BooleanField(default=False, help_text="Import the good rows, report the others.")
 
 
 class ImportReportSerializer(serializers.Serializer):
@@ -152,12 +171,60 @@ class ImportReportSerializer(serializers.Serializer):
     pairs_created = serializers.IntegerField()
     images_created = serializers.IntegerField()
     images_reused = serializers.IntegerField()
-    pair_ids = serializers.ListField(child=serializers.IntegerField())
+    pair_ids = serializers.ListField(child=serializers.IntegerField(), help_text="In manifest row order.")
     priming_note = serializers.CharField(
         allow_blank=True, help_text="Why the new game pairs wait for model priming, and how to start it; empty: queued."
     )
     dry_run = serializers.BooleanField()
     written = serializers.BooleanField()
+    job_url = serializers.CharField(help_text="The import job, with the rows skipped (skip_invalid).")
+
+
+class RowErrorSerializer(serializers.Serializer):
+    row = serializers.IntegerField(help_text="Line number in the manifest (the CSV header is line 1).")
+    reason = serializers.CharField()
+
+
+class ImportJobSerializer(serializers.ModelSerializer):
+    url = serializers.SerializerMethodField()
+    rows = RowErrorSerializer(source="row_errors", many=True, help_text="The rows refused (or skipped).")
+
+    class Meta:
+        model = ImportJob
+        fields = [
+            "id",
+            "url",
+            "status",
+            "progress",
+            "progress_message",
+            "error",
+            "params",
+            "report",
+            "rows",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def get_url(self, job: ImportJob) -> str:
+        return reverse("api_import", args=[job.pk])
+
+
+def import_job_answer(job: ImportJob) -> Response:
+    """A finished job as the command would answer it; one still to run as 202 with its address."""
+    url = reverse("api_import", args=[job.pk])
+    if job.status == ImportJob.Status.DONE:
+        body = ImportReportSerializer({**job.report, "job_url": url}).data
+        return Response(body, status=status.HTTP_200_OK if job.report["dry_run"] else status.HTTP_201_CREATED)
+    if job.status == ImportJob.Status.FAILED and job.started_at is None:  # the broker did not answer
+        response = error_response("unavailable", job.error, 503, {"job_url": url})
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
+    if job.status == ImportJob.Status.FAILED:
+        return error_response("invalid_manifest", job.error, 400, {"rows": job.row_errors, "job_url": url})
+    return Response(ImportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
 
 
 class ManifestUpload(APIView):
@@ -172,11 +239,16 @@ class ManifestUpload(APIView):
         responses={
             200: OpenApiResponse(ImportReportSerializer, description="dry_run: everything checked, nothing written"),
             201: ImportReportSerializer,
+            202: OpenApiResponse(
+                ImportJobSerializer,
+                description="A large manifest: imported by a worker; follow the job at its url (Location).",
+            ),
             400: OpenApiResponse(
                 ErrorSerializer,
                 description='invalid_manifest; with bad rows, details = {"rows": [{"row": n, "reason": "..."}]}',
             ),
             413: ErrorSerializer,
+            503: OpenApiResponse(ErrorSerializer, description="unavailable: the task broker did not answer"),
         },
     )
     def post(self, request: Request) -> Response:
@@ -188,14 +260,26 @@ class ManifestUpload(APIView):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         try:
-            report = manifest_upload_import(
-                manifest=data["manifest"], files=data["images"], pool=data["pool"], dry_run=data["dry_run"]
+            job = import_job_start(
+                created_by=request.user,
+                manifest=data["manifest"],
+                files=data["images"],
+                pool=data["pool"],
+                dry_run=data["dry_run"],
+                skip_invalid=data["skip_invalid"],
             )
-        except ImportFailed as failed:
-            rows = [{"row": error.row, "reason": error.reason} for error in failed.report.errors]
-            message = f"{len(rows)} invalid row(s); nothing was imported."
-            return error_response("invalid_manifest", message, 400, {"rows": rows})
         except (ManifestError, PairInvalid) as error:
             return error_response("invalid_manifest", str(error), 400)
-        body = ImportReportSerializer(report).data
-        return Response(body, status=status.HTTP_200_OK if report.dry_run else status.HTTP_201_CREATED)
+        return import_job_answer(job)
+
+
+class ImportJobDetail(generics.RetrieveAPIView):
+    """An import job: its status, progress, report and refused rows."""
+
+    permission_classes = [IsResearcher]
+    serializer_class = ImportJobSerializer
+    queryset = ImportJob.objects.all()
+
+    @extend_schema(tags=[TAG], responses={200: ImportJobSerializer, 404: ErrorSerializer})
+    def get(self, request: Request, *args, **kwargs) -> Response:
+        return super().get(request, *args, **kwargs)

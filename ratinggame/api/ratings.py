@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from ratinggame.api.errors import ErrorSerializer
 from ratinggame.api.filters import IdFilter, UtcIsoDateTimeFilter
 from ratinggame.api.permissions import IsResearcher
-from ratinggame.models import Pool, Rating
+from ratinggame.models import Assignment, Pool, Rating
 
 TAG = "ratings"
 
@@ -56,12 +56,19 @@ class RatingFilter(django_filters.FilterSet):
         fields = ["pair", "rater", "stage", "excluded", "submitted_after", "submitted_before"]
 
 
+def ratings_shown_to(user):
+    """Every rating, but those of the pairs ``user`` is rating right now (SPEC 5)."""
+    return Rating.objects.exclude(pair_id__in=Assignment.objects.pairs_held_by(user))
+
+
 class RatingList(generics.ListAPIView):
     permission_classes = [IsResearcher]
     serializer_class = RatingSerializer
-    queryset = Rating.objects.order_by("id")
     filterset_class = RatingFilter
     ordering_fields = ["id", "submitted_at", "pair"]
+
+    def get_queryset(self):
+        return ratings_shown_to(self.request.user).order_by("id")
 
     @extend_schema(tags=[TAG])
     def get(self, request: Request, *args, **kwargs) -> Response:
@@ -71,7 +78,9 @@ class RatingList(generics.ListAPIView):
 class RatingDetail(generics.RetrieveAPIView):
     permission_classes = [IsResearcher]
     serializer_class = RatingSerializer
-    queryset = Rating.objects.all()
+
+    def get_queryset(self):
+        return ratings_shown_to(self.request.user)
 
     @extend_schema(tags=[TAG], responses={200: RatingSerializer, 404: ErrorSerializer})
     def get(self, request: Request, *args, **kwargs) -> Response:

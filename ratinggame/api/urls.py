@@ -4,17 +4,32 @@
 game endpoints (formerly ratinggame/api_game.py).
 """
 
+from csp.constants import UNSAFE_INLINE
+from csp.decorators import csp_update
 from django.urls import path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
 from ratinggame.api import auth, exports, game, pairs, raters, ratings
 from ratinggame.api.errors import api_not_found
 
 urlpatterns = [
-    # Schema and its documentation pages (assets from drf-spectacular-sidecar, no CDN).
+    # Schema and its documentation pages (assets from drf-spectacular-sidecar, no CDN), under the
+    # site's Content-Security-Policy: Swagger UI's start script is served as a file of its own
+    # (the split view); Redoc builds its styles and a search worker at run time, so its page
+    # alone allows inline styles and blob: workers.
     path("schema/", SpectacularAPIView.as_view(), name="api_schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api_schema"), name="api_docs"),
-    path("redoc/", SpectacularRedocView.as_view(url_name="api_schema"), name="api_redoc"),
+    path(
+        "docs/",
+        SpectacularSwaggerSplitView.as_view(url_name="api_schema", template_name="api/swagger_ui.html"),
+        name="api_docs",
+    ),
+    path(
+        "redoc/",
+        csp_update({"style-src": [UNSAFE_INLINE], "worker-src": ["blob:"]})(
+            SpectacularRedocView.as_view(url_name="api_schema", template_name="api/redoc.html")
+        ),
+        name="api_redoc",
+    ),
     # Accounts.
     path("auth/signup", auth.SignupView.as_view(), name="api_signup"),
     path("auth/token", auth.TokenView.as_view(), name="api_token"),
@@ -28,6 +43,7 @@ urlpatterns = [
     path("pairs/", pairs.PairList.as_view(), name="api_pairs"),
     path("pairs/import", pairs.ManifestUpload.as_view(), name="api_pairs_import"),
     path("pairs/<int:pk>/", pairs.PairDetail.as_view(), name="api_pair"),
+    path("imports/<int:pk>/", pairs.ImportJobDetail.as_view(), name="api_import"),
     path("ratings/", ratings.RatingList.as_view(), name="api_ratings"),
     path("ratings/<int:pk>/", ratings.RatingDetail.as_view(), name="api_rating"),
     path("exports/", exports.ExportJobList.as_view(), name="api_exports"),

@@ -8,17 +8,20 @@ the second. Excluding a human rating brings a prime back by the same rule.
 
 Every change happens under the pair's row lock (``select_for_update``), in O(1): scoring a
 rating never rescans the pair's ratings. ``pair_aggregates_recompute`` is the slow reference
-that rebuilds the aggregates from the stored ratings (tests, repairs).
+that rebuilds the aggregates from the stored ratings, and ``pairs_aggregates_check`` compares
+every pair's stored counters with its rows and reports (or repairs) any drift: the safety net
+for a write that went around these services (a raw SQL fix, a restored backup).
 """
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from django.db import transaction
 from django.db.models import Count, F, Sum
 
-from ratinggame.game.assignment import pair_rank_refresh
-from ratinggame.models import CaptionPair, Pool, Rating
+from ratinggame.game.assignment import assign_rank_for, pair_rank_refresh
+from ratinggame.models import Assignment, CaptionPair, Pool, Rating
 
 
 class Aggregates(NamedTuple):
@@ -82,3 +85,120 @@ def ratings_exclude(*, rating_ids: Iterable[int], reason: str) -> int:
             pair_rank_refresh(pair)
             pair.save(update_fields=["human_count", "human_sum", "human_sumsq", "assign_rank"])
     return len(ratings)
+
+
+# --- Drift: stored counters against the rows ------------------------------------------------------
+
+
+class PairCounters(NamedTuple):
+    """What a pair stores about its ratings and open assignments (or what its rows say it should)."""
+
+    human_count: int
+    human_sum: int
+    human_sumsq: int
+    in_flight: int
+    assign_rank: int | None
+
+
+COUNTER_FIELDS = list(PairCounters._fields)
+
+
+@dataclass(frozen=True)
+class Drift:
+    pair_id: int
+    stored: PairCounters
+    actual: PairCounters
+
+    def __str__(self) -> str:
+        changed = [
+            f"{name} {stored} (rows: {actual})"
+            for name, stored, actual in zip(COUNTER_FIELDS, self.stored, self.actual, strict=True)
+            if stored != actual
+        ]
+        return f"pair {self.pair_id}: " + ", ".join(changed)
+
+
+def _expected_rank(pool: str, stored_rank: int | None, human: Aggregates, in_flight: int) -> int | None:
+    # Only game pairs are served by rank; the rank other pools keep is never read.
+    if pool != Pool.GAME:
+        return stored_rank
+    return assign_rank_for(
+        human_count=human.count, human_sum=int(human.total), human_sumsq=int(human.total_sq), in_flight=in_flight
+    )
+
+
+def _counters_of(pair: CaptionPair) -> PairCounters:
+    return PairCounters(*(getattr(pair, name) for name in COUNTER_FIELDS))
+
+
+def _counters_from_rows(pair: CaptionPair) -> PairCounters:
+    human = pair_aggregates_recompute(pair)
+    in_flight = Assignment.objects.filter(pair=pair, holds_slot=True).count()
+    rank = _expected_rank(pair.pool, pair.assign_rank, human, in_flight)
+    return PairCounters(human.count, int(human.total), int(human.total_sq), in_flight, rank)
+
+
+def _suspects(batch: list[tuple]) -> list[int]:
+    """Pairs of ``batch`` whose counters disagree with their rows, read without locks (two grouped queries)."""
+    ids = [row[0] for row in batch]
+    ratings = {
+        row["pair_id"]: Aggregates(row["count"], row["total"], row["total_sq"])
+        for row in Rating.objects.counted()
+        .filter(pair_id__in=ids)
+        .values("pair_id")
+        .annotate(count=Count("id"), total=Sum("value"), total_sq=Sum(F("value") * F("value")))
+    }
+    holding = dict(
+        Assignment.objects.filter(pair_id__in=ids, holds_slot=True)
+        .values("pair_id")
+        .annotate(n=Count("id"))
+        .values_list("pair_id", "n")
+    )
+    suspects = []
+    for pair_id, pool, *stored in batch:
+        stored = PairCounters(*stored)
+        human = ratings.get(pair_id, Aggregates(0, 0, 0))
+        in_flight = holding.get(pair_id, 0)
+        rank = _expected_rank(pool, stored.assign_rank, human, in_flight)
+        if stored != PairCounters(human.count, human.total, human.total_sq, in_flight, rank):
+            suspects.append(pair_id)
+    return suspects
+
+
+def _pair_drift(pair_id: int, *, repair: bool) -> Drift | None:
+    """Check one pair again under its row lock (a rating may have moved it since it was read)."""
+    with transaction.atomic():
+        pair = CaptionPair.objects.select_for_update().filter(pk=pair_id).first()
+        if pair is None:
+            return None
+        stored, actual = _counters_of(pair), _counters_from_rows(pair)
+        if stored == actual:
+            return None
+        if repair:
+            for name, value in zip(COUNTER_FIELDS, actual, strict=True):
+                setattr(pair, name, value)
+            pair.save(update_fields=COUNTER_FIELDS)
+    return Drift(pair_id, stored, actual)
+
+
+def pairs_aggregates_check(*, repair: bool = False, batch_size: int = 2000) -> list[Drift]:
+    """Every pair whose stored counters (aggregates, open slots, rank) disagree with its rows.
+
+    Pairs are read in batches of ``batch_size`` without locks; each one that looks wrong is
+    checked again under its row lock and, with ``repair``, set to what its rows say. The game
+    keeps running meanwhile: only the drifting pairs are locked, one at a time.
+    """
+    drifts: list[Drift] = []
+    last_id = 0
+    while True:
+        batch = list(
+            CaptionPair.objects.filter(pk__gt=last_id)
+            .order_by("pk")
+            .values_list("pk", "pool", *COUNTER_FIELDS)[:batch_size]
+        )
+        if not batch:
+            return drifts
+        last_id = batch[-1][0]
+        for pair_id in _suspects(batch):
+            if (drift := _pair_drift(pair_id, repair=repair)) is not None:
+                drifts.append(drift)

@@ -15,8 +15,9 @@ no ORDER BY random(), no Python loop over pairs.
 Open assignments count toward the cap (``in_flight``), so two raters racing for the last slot
 cannot push a pair past 7: the next-pair query itself locks the row it returns (FOR UPDATE
 SKIP LOCKED, as Label Studio's next_task does), the lock makes PostgreSQL check the WHERE
-again on the latest row, and the slot is taken in the same transaction. An open assignment
-that expires gives its slot back (``assignments_release_expired``).
+again on the latest row, and the slot is taken in the same transaction. A rater never waits
+for one pair's lock while holding another's (``game_pair_claim``). An open assignment that
+expires gives its slot back (``assignments_release_expired``).
 """
 
 from datetime import datetime

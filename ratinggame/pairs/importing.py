@@ -2,11 +2,17 @@
 
 All-or-nothing by default: every row is checked first, and a single bad row means nothing
 is written. With skip_invalid the good rows are imported and the bad ones reported.
+
+Image files are stored under their content's name before the rows that use them are
+committed (``ratinggame.pairs.storage``): an import that dies half-way leaves files no row
+names, which nothing serves and ``media_orphans_delete`` removes; the next import of the same
+content lands on the same names.
 """
 
 import csv
 import io
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,16 +24,23 @@ from ratinggame.models import CaptionPair, Pool
 from ratinggame.pairs.images import CheckedImage, ImageRejected, check_image_bytes, read_limited
 from ratinggame.pairs.services import image_store, pair_create, pairs_created
 from ratinggame.pairs.validation import (
+    MAX_DISPLAY_ORDER,
     PairInvalid,
     check_expert_fields,
     check_unicode,
     clean_caption,
+    clean_display_order,
     clean_expert_rating,
     clean_explanation,
     clean_pool,
     clean_references,
     clean_source,
 )
+
+# (fraction done 0..1, what is being done): how an import tells a job page where it is.
+Progress = Callable[[float, str], None]
+# A file or folder name longer than this many bytes cannot exist on the usual file systems.
+MAX_NAME_BYTES = 255
 
 REQUIRED_COLUMNS = ("image", "caption")
 OPTIONAL_COLUMNS = ("source", "references", "expert_rating", "explanation", "pool", "display_order")
@@ -133,8 +146,10 @@ def _read_csv(text: str) -> list[tuple[int, dict]]:
     except csv.Error as exc:
         raise ManifestError(f"line 1: not valid CSV ({exc})") from None
     columns = [c.strip().lower() for c in header]
-    if len(set(columns)) != len(columns):
-        raise ManifestError("line 1: a column name appears twice")
+    for index, column in enumerate(columns):
+        if column in columns[:index]:
+            first = header[columns.index(column)]
+            raise ManifestError(f"line 1: the column {column!r} appears twice (as {first!r} and {header[index]!r})")
     _check_columns(set(columns), "header (line 1)")
     rows = []
     try:
@@ -151,30 +166,61 @@ def _read_csv(text: str) -> list[tuple[int, dict]]:
     return rows
 
 
+class _DuplicateColumn(ValueError):
+    pass
+
+
+def _columns_once(pairs: list[tuple[str, object]]) -> dict:
+    """A JSON object's members with their names as columns (trimmed, lower case), each once."""
+    record: dict = {}
+    spelled: dict[str, str] = {}
+    for key, value in pairs:
+        column = key.strip().lower()
+        if column in record:
+            raise _DuplicateColumn(f"the column {column!r} appears twice (as {spelled[column]!r} and {key!r})")
+        record[column] = value
+        spelled[column] = key
+    return record
+
+
 def _read_jsonl(text: str) -> list[tuple[int, dict]]:
     rows = []
-    for line_number, line in enumerate(text.splitlines(), start=1):
+    # JSON Lines ends a line at "\n" only: U+2028, U+0085 and other characters that
+    # str.splitlines() splits on are valid inside a JSON string.
+    for line_number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json.loads(line, object_pairs_hook=_columns_once)
         except json.JSONDecodeError as exc:
             rows.append((line_number, {"__error__": f"not valid JSON ({exc.msg})"}))
             continue
+        except _DuplicateColumn as exc:
+            raise ManifestError(f"line {line_number}: {exc}") from None
         if not isinstance(record, dict):
             rows.append((line_number, {"__error__": "each line must be a JSON object"}))
             continue
-        record = {str(k).strip().lower(): v for k, v in record.items()}
         _check_columns(set(record), f"line {line_number}")
         rows.append((line_number, record))
     return rows
+
+
+def _resolved(path: Path) -> Path:
+    """``path`` with its symbolic links followed; a symbolic link loop raises OSError, like a name too long."""
+    try:
+        return path.resolve()
+    except RuntimeError as exc:  # Python 3.11 reports a symbolic link loop this way
+        raise OSError(str(exc)) from None
 
 
 class _ImageReader:
     """Reads and checks each image file once, however many rows name it."""
 
     def __init__(self, folder: Path):
-        self.folder = folder.resolve()
+        try:
+            self.folder = _resolved(folder)
+        except OSError as exc:
+            raise ManifestError(f"images folder {folder} cannot be read ({exc})") from None
         self.cache: dict[str, CheckedImage | ImageRejected] = {}
 
     def get(self, name: object) -> CheckedImage:
@@ -187,47 +233,42 @@ class _ImageReader:
         except PairInvalid as exc:
             raise ImageRejected(str(exc)) from None
         name = name.strip()
-        # Only plain names inside the images folder: no absolute paths, no '..'.
-        path = (self.folder / name).resolve()
-        if Path(name).is_absolute() or self.folder not in path.parents:
-            raise ImageRejected(f"image {name!r} must be a file name inside the images folder")
+        if any(len(part.encode()) > MAX_NAME_BYTES for part in Path(name).parts):
+            raise ImageRejected(f"image file name {name[:60]!r}... is longer than {MAX_NAME_BYTES} bytes")
         if name not in self.cache:
-            self.cache[name] = self._load(path, name)
+            self.cache[name] = self._load(name)
         result = self.cache[name]
         if isinstance(result, ImageRejected):
             raise result
         return result
 
-    @staticmethod
-    def _load(path: Path, name: str) -> CheckedImage | ImageRejected:
-        if not path.is_file():
-            return ImageRejected(f"image file {name!r} not found in the images folder")
+    def _load(self, name: str) -> CheckedImage | ImageRejected:
         try:
+            # Only plain names inside the images folder: no absolute paths, no '..'.
+            path = _resolved(self.folder / name)
+            if Path(name).is_absolute() or self.folder not in path.parents:
+                return ImageRejected(f"image {name!r} must be a file name inside the images folder")
+            if not path.is_file():
+                return ImageRejected(f"image file {name!r} not found in the images folder")
             with path.open("rb") as handle:
                 return check_image_bytes(read_limited(handle))
         except PermissionError:
             return ImageRejected(f"image file {name!r} cannot be read (permission denied)")
         except ImageRejected as exc:
             return ImageRejected(f"image {name!r}: {exc}")
+        except OSError as exc:  # a symbolic link loop, a name the file system refuses, ...
+            return ImageRejected(f"image file {name!r} cannot be read ({exc.strerror or exc})")
 
 
-def _optional_int(value: object, what: str) -> int | None:
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    try:
-        number = int(str(value).strip())
-    except ValueError:
-        raise PairInvalid(f"{what} {value!r} is not a whole number") from None
-    if number < 0:
-        raise PairInvalid(f"{what} must not be negative")
-    return number
-
-
-def validate_rows(rows: list[tuple[int, dict]], images: _ImageReader, default_pool: str) -> tuple[list, list]:
+def validate_rows(
+    rows: list[tuple[int, dict]], images: _ImageReader, default_pool: str, progress: Progress | None = None
+) -> tuple[list, list]:
     valid: list[ValidRow] = []
     errors: list[RowError] = []
     seen: dict[tuple[str, str], int] = {}
-    for line, record in rows:
+    for number, (line, record) in enumerate(rows, start=1):
+        if progress is not None:
+            progress(number / len(rows), f"Checking the rows ({number:,} of {len(rows):,})")
         if "__error__" in record:
             errors.append(RowError(line, record["__error__"]))
             continue
@@ -239,7 +280,7 @@ def validate_rows(rows: list[tuple[int, dict]], images: _ImageReader, default_po
             explanation = clean_explanation(record.get("explanation"))
             check_expert_fields(pool, expert_rating, explanation)
             references = clean_references(record.get("references"))
-            display_order = _optional_int(record.get("display_order"), "display_order")
+            display_order = clean_display_order(record.get("display_order"))
             checked = images.get(record.get("image"))
         except (PairInvalid, ImageRejected) as exc:
             errors.append(RowError(line, str(exc)))
@@ -277,8 +318,25 @@ def validate_rows(rows: list[tuple[int, dict]], images: _ImageReader, default_po
             errors.append(RowError(row.row, f"duplicate pair: already in the database as pair #{pk}"))
         else:
             still_valid.append(row)
+    errors.extend(_unnumbered_past_the_end(still_valid))
     errors.sort(key=lambda e: e.row)
-    return still_valid, errors
+    return [row for row in still_valid if row.row not in {e.row for e in errors}], errors
+
+
+def _unnumbered_past_the_end(valid: list[ValidRow]) -> list[RowError]:
+    """Rows without display_order are numbered after the pool's last pair: none past the range."""
+    errors = []
+    last = _last_display_orders()
+    for row in valid:
+        if row.display_order is None:
+            last[row.pool] += 1
+            if last[row.pool] > MAX_DISPLAY_ORDER:
+                errors.append(RowError(row.row, f"no display_order is left after {MAX_DISPLAY_ORDER:,}: give one"))
+    return errors
+
+
+def _last_display_orders() -> dict[str, int]:
+    return {p: CaptionPair.objects.filter(pool=p).aggregate(m=Max("display_order"))["m"] or 0 for p in Pool}
 
 
 def import_manifest(
@@ -288,8 +346,12 @@ def import_manifest(
     pool: str = Pool.GAME,
     dry_run: bool = False,
     skip_invalid: bool = False,
+    progress: Progress | None = None,
 ) -> ImportReport:
-    """Check every row, then write all of them in one transaction (or none)."""
+    """Check every row, then write all of them in one transaction (or none).
+
+    ``progress`` hears where the import is: checking the rows (the first 80%), then writing.
+    """
     pool = clean_pool(pool)
     if not images_dir.is_dir():
         raise ManifestError(f"images folder {images_dir} does not exist")
@@ -298,32 +360,26 @@ def import_manifest(
     except OSError as exc:
         raise ManifestError(f"cannot read the manifest {manifest}: {exc.strerror}") from None
     rows = read_manifest_rows(data, manifest.name)
-    valid, errors = validate_rows(rows, _ImageReader(images_dir), pool)
+    checking = (lambda fraction, message: progress(0.8 * fraction, message)) if progress else None
+    valid, errors = validate_rows(rows, _ImageReader(images_dir), pool, checking)
     report = ImportReport(rows=len(rows), valid_rows=len(valid), errors=errors, dry_run=dry_run)
     if errors and not skip_invalid:
         raise ImportFailed(report)
     if dry_run:
         return report
-    stored_files: list = []
-    try:
-        with transaction.atomic():
-            _write_rows(valid, report, stored_files, source=f"imported from {manifest.name}")
-    except BaseException:
-        # The database rolled back; remove the image files this attempt wrote so that
-        # nothing is left half-written.
-        for image_file in stored_files:
-            image_file.delete(save=False)
-        raise
+    writing = (lambda fraction, message: progress(0.8 + 0.2 * fraction, message)) if progress else None
+    with transaction.atomic():
+        _write_rows(valid, report, source=f"imported from {manifest.name}", progress=writing)
     report.written = True
     return report
 
 
-def _write_rows(valid: list[ValidRow], report: ImportReport, stored_files: list, source: str) -> None:
-    next_order = {p: (CaptionPair.objects.filter(pool=p).aggregate(m=Max("display_order"))["m"] or 0) + 1 for p in Pool}
-    for row in valid:
+def _write_rows(valid: list[ValidRow], report: ImportReport, source: str, progress: Progress | None) -> None:
+    next_order = {pool: last + 1 for pool, last in _last_display_orders().items()}
+    for number, row in enumerate(valid, start=1):
+        if progress is not None:
+            progress(number / len(valid), f"Writing the pairs ({number:,} of {len(valid):,})")
         image, created = image_store(checked=row.checked, original_name=row.image_name, source=source)
-        if created:
-            stored_files.append(image.file)
         report.images_created += created
         report.images_reused += not created
         order = row.display_order

@@ -1,13 +1,18 @@
 """Writes for images and pairs (small services; the importer and admin call these)."""
 
 import logging
+import time
+from datetime import timedelta
+from pathlib import Path
 
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
 
-from ratinggame.models import CaptionPair, Image, Pool, PrimingStatus
+from ratinggame.game.assignment import pair_rank_refresh
+from ratinggame.models import IMAGES_DIR, CaptionPair, Image, Pool, PrimingStatus
 from ratinggame.pairs.derivatives import derivatives_request
 from ratinggame.pairs.images import CheckedImage
+from ratinggame.pairs.storage import image_storage
 from scoring.priming.queue import priming_request
 
 log = logging.getLogger(__name__)
@@ -25,13 +30,14 @@ def image_store(*, checked: CheckedImage, original_name: str = "", source: str =
         original_name=original_name[:255],
         source=source[:200],
     )
+    # Written under its content's name before the row is committed (ratinggame.pairs.storage):
+    # a row never names a missing file, and a file whose row never came is swept later.
     image.file.save(f"upload.{checked.extension}", ContentFile(checked.data), save=False)
     try:
         with transaction.atomic():
             image.save()
     except IntegrityError:
-        # Another writer stored the same content first: use theirs, drop our file copy.
-        image.file.delete(save=False)
+        # Another writer stored the same content first: its row names the same file.
         return Image.objects.get(sha256=checked.sha256), False
     derivatives_request(image=image)
     return image, True
@@ -81,8 +87,13 @@ def pair_pool_changed(*, pair_id: int) -> str:
 
     A pair moved into the game that was never primed becomes pending and is queued; a pair
     moved out of the game stops waiting for (or failing) priming. Primes already stored stay.
+    Its place in the serving order follows its new pool (only game pairs are served).
     Returns the note of ``pairs_created`` ("" when nothing waits).
     """
+    with transaction.atomic():
+        pair = CaptionPair.objects.select_for_update().get(pk=pair_id)
+        pair_rank_refresh(pair)
+        pair.save(update_fields=["assign_rank"])
     note = ""
     into_game = CaptionPair.objects.filter(pk=pair_id, pool=Pool.GAME, priming_status=PrimingStatus.NOT_NEEDED)
     if into_game.update(priming_status=PrimingStatus.PENDING, priming_error="", priming_claimed_at=None):
@@ -111,3 +122,33 @@ def pairs_priming_retry(*, pair_ids: list[int]) -> tuple[int, str]:
         )
         note = pairs_created(ids)
     return len(ids), note
+
+
+def media_orphans_delete(*, older_than: timedelta) -> list[str]:
+    """Delete image files that no Image row names (its file or a display copy), and temporary
+    ones, last written more than ``older_than`` ago (an import still running may commit its rows
+    until then).
+
+    Returns the names deleted (relative to MEDIA_ROOT). One query per folder of the store
+    (``images/<2 hex>/``), so memory stays small however many images there are.
+    """
+    storage = image_storage()
+    root = Path(storage.location) / IMAGES_DIR
+    if not root.is_dir():
+        return []
+    cutoff = time.time() - older_than.total_seconds()
+    deleted = []
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        prefix = f"{IMAGES_DIR}/{folder.name}/"
+        named = set()
+        for file, copies in Image.objects.filter(file__startswith=prefix).values_list("file", "derivatives"):
+            named.add(file)
+            named.update(copy.get("name") for copy in copies or [])
+        for path in folder.iterdir():
+            name = prefix + path.name
+            if name in named or not path.is_file() or path.stat().st_mtime > cutoff:
+                continue
+            path.unlink(missing_ok=True)
+            deleted.append(name)
+            log.info("deleted image file %s: no image row names it", name)
+    return deleted

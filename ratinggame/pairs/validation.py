@@ -1,5 +1,7 @@
 """Rules for a caption pair's fields, shared by the importer, the admin and the API."""
 
+import unicodedata
+
 from django.conf import settings
 
 from ratinggame.models import CaptionSource, Pool
@@ -12,16 +14,26 @@ class PairInvalid(ValueError):
     """A caption pair's fields break a rule; the message says which and why."""
 
 
+# PositiveIntegerField's range on every database (PostgreSQL's integer).
+MAX_DISPLAY_ORDER = 2**31 - 1
+# Characters that show nothing: format characters (zero-width space and joiners, BOM, word
+# joiner), separators, and controls.
+_INVISIBLE_CATEGORIES = {"Cf", "Zs", "Zl", "Zp", "Cc"}
+
+
 def check_unicode(text: str, what: str) -> str:
-    """``text`` unchanged, or PairInvalid when it cannot be stored as UTF-8.
+    """``text`` unchanged, or PairInvalid when it cannot be stored in every database.
 
     JSON may spell an unpaired surrogate ("\\ud800"), which decodes to a Python string that no
-    database can store: caught here, with the field named, instead of failing at the write.
+    database can store, and CSV or JSON may carry a NUL character, which PostgreSQL refuses in
+    any text: both are caught here, with the field named, instead of failing at the write.
     """
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         raise PairInvalid(f"{what} contains an unpaired surrogate (not valid Unicode text)") from None
+    if "\x00" in text:
+        raise PairInvalid(f"{what} contains a NUL character (byte 0), which cannot be stored")
     return text
 
 
@@ -31,6 +43,8 @@ def clean_caption(caption: object, what: str = "caption") -> str:
     text = " ".join(check_unicode(caption, what).split())
     if not text:
         raise PairInvalid(f"{what} is empty")
+    if all(unicodedata.category(ch) in _INVISIBLE_CATEGORIES for ch in text):
+        raise PairInvalid(f"{what} has no visible character (only zero-width or format characters)")
     limit = settings.RATINGGAME["MAX_CAPTION_CHARS"]
     if len(text) > limit:
         raise PairInvalid(f"{what} is {len(text)} characters, over the limit of {limit}")
@@ -94,6 +108,23 @@ def clean_references(value: object) -> list[str]:
         if text:
             cleaned.append(clean_caption(text, what=f"reference {number}"))
     return cleaned
+
+
+def clean_display_order(value: object) -> int | None:
+    """A whole number from 0 to 2^31 - 1, or None (empty: the importer numbers the row)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise PairInvalid(f"display_order {value!r} is not a whole number")
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise PairInvalid(f"display_order {str(value)[:40]!r} is not a whole number") from None
+    if number < 0:
+        raise PairInvalid("display_order must not be negative")
+    if number > MAX_DISPLAY_ORDER:
+        raise PairInvalid(f"display_order {str(number)[:40]} is over the largest allowed, {MAX_DISPLAY_ORDER:,}")
+    return number
 
 
 def check_expert_fields(pool: str, expert_rating: int | None, explanation: str) -> None:

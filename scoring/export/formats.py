@@ -11,6 +11,13 @@ cell in CSV and null in JSON Lines and Parquet. Parquet keeps the types: datetim
 timestamps (milliseconds) and floats are full doubles. The text formats write datetimes as
 ISO-8601 UTC strings and round a float column to its ``digits`` decimals when it names them (a
 mean of ratings as 4.3333, not 4.333333333333333).
+
+CSV is opened by spreadsheets, which run a cell that starts with ``=``, ``+``, ``-`` or ``@``
+(or a tab or carriage return before one) as a formula: a caption ``=HYPERLINK("http://...")``
+would become a link in every researcher's sheet. The CSV writer neutralises such text cells
+with a leading apostrophe, as OWASP's "CSV Injection" page recommends (spreadsheets show the
+text as written and hide the apostrophe); numbers are written as they are. JSON Lines and
+Parquet keep every text exact.
 """
 
 import csv
@@ -53,6 +60,16 @@ class TableWriter(Protocol):
     def write(self, path: Path, columns: Columns, rows: Sequence[Sequence]) -> None: ...
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value: object) -> object:
+    """A text cell a spreadsheet would run as a formula, made plain text (a leading apostrophe)."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return "" if value is None else value
+
+
 class CsvWriter:
     name = "csv"
     label = "CSV (spreadsheets)"
@@ -61,7 +78,7 @@ class CsvWriter:
         with path.open("w", newline="", encoding="utf-8") as handle:
             writer = csv.writer(handle)
             writer.writerow([column[0] for column in columns])
-            writer.writerows(["" if value is None else value for value in row] for row in _text_rows(columns, rows))
+            writer.writerows([spreadsheet_safe(value) for value in row] for row in _text_rows(columns, rows))
 
 
 class JsonLinesWriter:

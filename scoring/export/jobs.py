@@ -15,7 +15,7 @@ from pathlib import Path
 from django.conf import settings
 
 from ratinggame.background import TrackedJobs, dispatch
-from ratinggame.models import MIN_HUMAN_RATINGS
+from ratinggame.models import MIN_HUMAN_RATINGS, Assignment, Pool
 from scoring.export.bundle import export_build
 from scoring.export.files import folder_zip
 from scoring.export.formats import DEFAULT_FORMATS, formats_parse
@@ -60,6 +60,17 @@ def export_job_start(
         on_not_queued=lambda reason: JOBS.not_queued(job.pk, "the export", reason, progress_message="Failed"),
     )
     return job
+
+
+def export_download_refusal(user) -> str:
+    """Why ``user`` may not download an export now; "" when they may.
+
+    An export holds every rater's ratings and the pairs' consensus: not while ``user`` holds
+    an open game assignment (SPEC 5, whatever roles they also hold), which may be in it.
+    """
+    if Assignment.objects.pairs_held_by(user).filter(stage=Pool.GAME).exists():
+        return "You are rating a game pair: rate it (or let it expire) first, then download the export."
+    return ""
 
 
 def export_job_archive_path(job: ExportJob) -> Path | None:

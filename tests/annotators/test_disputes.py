@@ -122,3 +122,56 @@ def test_a_dispute_whose_rating_was_excluded_later_cannot_be_accepted(client):
     assert (dispute.status, dispute.points_restored) == (DisputeStatus.REJECTED, 0)
     assert RaterProfile.objects.get(user=user).game_score == 0
     assert RaterAction.objects.get().action == "dispute_reject"
+
+
+# --- One dispute per rating; restoring is bounded by what the rating lost (issue 15) ---------
+
+
+def test_a_rating_is_disputed_once_whatever_the_first_disputes_outcome():
+    user = rater_in_the_window(window_count=20)
+    pair = CaptionPairFactory(pool=Pool.GAME)
+    rating = rating_record(rater=user, pair=pair, value=1, points=-2, stage="game")
+    first = dispute_file(rater=user, rating_id=rating.pk, comment="Look again.")
+    with pytest.raises(ValidationError, match="already disputed"):
+        dispute_file(rater=user, rating_id=rating.pk, comment="Again.")
+    dispute_resolve(dispute=first, actor=UserFactory(is_staff=True), accept=True, note="Fair.")
+    with pytest.raises(ValidationError, match="disputed before and the dispute was accepted"):
+        dispute_file(rater=user, rating_id=rating.pk, comment="And once more, for 2 more points.")
+    assert Dispute.objects.filter(rating=rating).count() == 1
+    assert RaterProfile.objects.get(user=user).game_score == 20 + 2
+
+
+@pytest.mark.parametrize(("points", "restored_before", "restorable"), [(-2, 0, 2), (-2, 2, 0), (-2, 5, 0), (1, 0, 0)])
+def test_restoring_gives_back_what_the_rating_lost_less_what_was_restored(points, restored_before, restorable):
+    from annotators.staff.services import dispute_points_restorable
+
+    user = rater_in_the_window(window_count=20)
+    rating = rating_record(rater=user, pair=CaptionPairFactory(pool=Pool.GAME), value=1, points=points, stage="game")
+    Dispute.objects.create(rating=rating, comment="x", status=DisputeStatus.ACCEPTED, points_restored=restored_before)
+    assert dispute_points_restorable(rating) == restorable
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_merges_duplicate_disputes_and_keeps_what_they_restored():
+    """Disputes filed twice before the constraint: one stays, with every comment and the total restored."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    before = [("annotators", "0004_competency_rater_quality"), ("ratinggame", "0004_integrity")]
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps
+    pair = CaptionPairFactory(pool=Pool.GAME)
+    rating = rating_record(rater=UserFactory(), pair=pair, value=1, points=-2, stage="game")
+    old_dispute = old.get_model("annotators", "Dispute")
+    old_dispute.objects.create(rating_id=rating.pk, comment="first", status="accepted", points_restored=2)
+    old_dispute.objects.create(rating_id=rating.pk, comment="second", status="accepted", points_restored=2)
+    old_dispute.objects.create(rating_id=rating.pk, comment="first", status="open")
+
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+    from annotators.staff.services import dispute_points_restorable
+
+    (kept,) = Dispute.objects.filter(rating_id=rating.pk)
+    assert (kept.status, kept.comment, kept.points_restored) == (DisputeStatus.ACCEPTED, "first\n\nsecond", 4)
+    assert dispute_points_restorable(Rating.objects.get(pk=rating.pk)) == 0

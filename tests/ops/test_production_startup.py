@@ -5,7 +5,9 @@ Real processes, started as the deployment starts them, with production settings
 
 - ``celery -A ratinggame worker -Q default`` runs a dataset export job, started the way the
   research page starts one (``export_job_start``), to a zip with a manifest whose checksums
-  match, and a competency analysis requested the way the staff dashboard requests one;
+  match, an import job of a manifest too large to import within its request (started the way
+  the upload API starts one, ``import_job_start``), and a competency analysis requested the
+  way the staff dashboard requests one;
 - ``celery -A ratinggame beat`` starts with the project's schedule (CELERY_BEAT_SCHEDULE): its
   log lists every entry, and the competency check, made due every second here, reaches the
   worker through Redis and runs there.
@@ -25,12 +27,16 @@ from pathlib import Path
 import pytest
 import redis
 from django.conf import settings as django_settings
+from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotators.competency.jobs import competency_refresh_request
 from annotators.models import AnalysisStatus, CompetencyAnalysis, RaterProfile
+from ratinggame.models import ImportJob
+from ratinggame.pairs.jobs import import_job_start
 from scoring.export.jobs import export_job_start
 from scoring.models import ExportJob
 from tests.celery_broker import celery_sending_to
+from tests.factories import png_bytes
 from tests.live_process import QUIET_WORKER, celery_process, server_env
 from tests.ratinggame.api_helpers import researcher
 from tests.scoring.export.export_world import world_build
@@ -100,6 +106,26 @@ def test_default_worker_runs_exports_and_analyses_and_beat_feeds_it(env, broker,
             for name, entry in manifest["files"].items():
                 assert hashlib.sha256(bundle.read(prefix + name)).hexdigest() == entry["sha256"], name
 
+        # A manifest upload too large for its request, as the API starts it: the worker imports it.
+        settings.RATINGGAME = {**settings.RATINGGAME, "IMPORT_INLINE_MAX_ROWS": 2}
+        names = ["a.png", "b.png", "c.png"]
+        upload = import_job_start(
+            created_by=researcher(),
+            manifest=SimpleUploadedFile(
+                "pairs.csv", ("image,caption\n" + "".join(f"{n},{n}\n" for n in names)).encode()
+            ),
+            files=[SimpleUploadedFile(name, png_bytes(900 + index)) for index, name in enumerate(names)],
+        )
+        assert upload.status == ImportJob.Status.QUEUED
+        imported = wait_for(
+            lambda: ImportJob.objects.filter(pk=upload.pk, status__in=["done", "failed"]).first(),
+            JOB_SECONDS,
+            "import job finished",
+            worker_log,
+        )
+        assert imported.status == ImportJob.Status.DONE, imported.error
+        assert (imported.progress, imported.report["pairs_created"]) == (1.0, 3)
+
         # A competency analysis, as the staff dashboard requests it.
         analysis = competency_refresh_request()
         done = wait_for(
@@ -132,4 +158,5 @@ def test_default_worker_runs_exports_and_analyses_and_beat_feeds_it(env, broker,
 
     log = worker_log.read_text(errors="replace")
     assert "scoring.tasks.export_job_run[" in log and "annotators.tasks.refresh_competency[" in log
+    assert "ratinggame.tasks.import_job_run[" in log
     assert "Traceback" not in log, log[-4000:]

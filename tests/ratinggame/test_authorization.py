@@ -34,7 +34,7 @@ from annotators.models import (
     RaterState,
 )
 from ratinggame import game
-from ratinggame.models import Pool
+from ratinggame.models import Assignment, ImportJob, Pool, Rating
 from scoring.models import Calibration, ExportJob, ModelRating, PredictorRun
 from tests.factories import CaptionPairFactory, ProbationPairFactory, rating_make
 from tests.ratinggame.api_helpers import admin, annotator, researcher
@@ -117,6 +117,7 @@ GET_TABLE = {
     "api/pairs/": API_RESEARCH,
     "api/pairs/import": API_RESEARCH_WRITE_ONLY,
     "api/pairs/<int:pk>/": API_RESEARCH,
+    "api/imports/<int:pk>/": API_RESEARCH,
     "api/ratings/": API_RESEARCH,
     "api/ratings/<int:pk>/": API_RESEARCH,
     "api/exports/": API_RESEARCH,
@@ -140,7 +141,7 @@ GET_TABLE = {
     # CaptionPair has no page on the site: nothing to view.
     "admin/r/<path:content_type_id>/<path:object_id>/": (ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, 404),
     "admin/auth/user/<id>/password/": DJANGO_ADMIN,
-    "admin/^(?P<app_label>auth|authtoken|ratinggame|annotators|scoring)/$": DJANGO_ADMIN,
+    "admin/^(?P<app_label>auth|authtoken|annotators|ratinggame|scoring)/$": DJANGO_ADMIN,
     "admin/(?P<url>.*)$": (ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, 404),
 }
 # Every registered model's admin pages (changelist, add, change, delete, history; the bare
@@ -155,21 +156,26 @@ ADMIN_MODEL_ROUTES = {
     "<path:object_id>/": (ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, REDIRECT),
 }
 
-# The audit log of staff actions (annotators.admin.RaterActionAdmin) can be read in the admin,
-# never added to, changed or deleted by hand; every model admin not listed here is editable.
+# The audit log of staff actions, and the rows only services write (ratings and assignments,
+# which the pairs' aggregates count; disputes, which staff resolve on the dashboard), can be
+# read in the admin, never added, changed or deleted by hand; every other model admin is editable.
 ADMIN_REFUSED = (ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, 403)
+_READ_ONLY = {
+    "add/": ADMIN_REFUSED,
+    "<path:object_id>/change/": ADMIN_REFUSED,
+    "<path:object_id>/delete/": ADMIN_REFUSED,
+}
 READ_ONLY_ADMIN = {
-    RaterAction: {
-        "add/": ADMIN_REFUSED,
-        "<path:object_id>/change/": ADMIN_REFUSED,
-        "<path:object_id>/delete/": ADMIN_REFUSED,
-    }
+    RaterAction: _READ_ONLY,
+    Rating: _READ_ONLY,
+    Assignment: _READ_ONLY,
+    Dispute: _READ_ONLY,
+    ImportJob: _READ_ONLY,
 }
 # Change forms with nothing required left to fill (the rest is read-only or optional) save an
-# empty POST and go back to the list: an Image's source, a profile's leaderboard settings, a
-# dispute (all read-only: nothing changes).
+# empty POST and go back to the list: an Image's source, a profile's leaderboard settings.
 ADMIN_SAVED = (ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, REDIRECT)
-ADMIN_SAVES_EMPTY_CHANGE = {"Image", "RaterProfile", "Dispute"}
+ADMIN_SAVES_EMPTY_CHANGE = {"Image", "RaterProfile"}
 # GET of a read-only model's change page shows it without a form (the "view" page).
 READ_ONLY_ADMIN_GET = {"add/": ADMIN_REFUSED, "<path:object_id>/delete/": ADMIN_REFUSED}
 # POSTs to every model admin's pages, empty: the changelist (actions), add, change and delete.
@@ -234,7 +240,7 @@ WRITE_BODIES = {
 # URLs for the regular-expression patterns (which have no converters to fill).
 REGEX_URLS = {
     "api/^(?P<path>.*)$": "/api/no/such/endpoint",
-    "admin/^(?P<app_label>auth|authtoken|ratinggame|annotators|scoring)/$": "/admin/ratinggame/",
+    "admin/^(?P<app_label>auth|authtoken|annotators|ratinggame|scoring)/$": "/admin/ratinggame/",
     "admin/(?P<url>.*)$": "/admin/no-such-page/",
 }
 
@@ -295,6 +301,7 @@ def world(settings):
     archive.write_bytes(b"PK\x05\x06" + b"\x00" * 18)  # an empty zip
     ExportJob.objects.filter(pk=job.pk).update(archive=f"exports/{job.pk}.zip")
     Token.objects.create(user=other)
+    import_job = ImportJob.objects.create(created_by=people["researcher"], status=ImportJob.Status.DONE)
     return {
         "people": people,
         "values": {
@@ -309,7 +316,12 @@ def world(settings):
             "id": rater.pk,
             "content_type_id": ContentType.objects.get_for_model(pairs[0]).pk,
         },
-        "pk": {"api/pairs/": pairs[0].pk, "api/ratings/": rating.pk, "api/exports/": job.pk},
+        "pk": {
+            "api/pairs/": pairs[0].pk,
+            "api/ratings/": rating.pk,
+            "api/exports/": job.pk,
+            "api/imports/": import_job.pk,
+        },
         "media": pairs[0].image.file.name,
     }
 
@@ -437,3 +449,82 @@ def test_every_write_route_answers_each_role_as_the_table_says(role, world):
     for label in ("ratinggame.Assignment", "sessions.Session", "admin.LogEntry", "annotators.RaterProfile"):
         assert after.pop(label, 0) >= before.pop(label, 0), label
     assert after == before
+
+
+# --- Roles held together (issue 15, part 5) ---------------------------------------------------------
+
+
+def test_the_admin_role_alone_opens_what_researchers_open(world):
+    """Admins see research: a user with the admin role, neither staff nor researcher, gets every
+    research page and endpoint the researcher gets."""
+    from annotators.roles import ADMIN
+    from tests.ratinggame.api_helpers import role_user
+
+    admin_only = role_user(ADMIN)
+    admin_only.is_staff = False
+    admin_only.save()
+    client = Client()
+    client.force_login(admin_only)
+    research_rows = {RESEARCH_PAGE, API_RESEARCH}
+    routes = [route for route in all_routes() if GET_TABLE.get(route) in research_rows]
+    assert "research/" in routes and "api/pairs/" in routes
+    wrong = []
+    for route in routes:
+        url = url_for(route, world)
+        expected = GET_TABLE[route][ROLES.index("researcher")]
+        if (got := outcome(client.get(url))) != expected:
+            wrong.append(f"GET {url}: expected {expected}, got {got}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_a_rater_who_is_also_a_researcher_sees_nothing_of_the_pair_being_rated(settings):
+    """SPEC 5: neither the consensus nor the primes nor other ratings of a pair one holds an open
+    assignment for, whatever roles one also holds; all of it once the rating is in."""
+    from annotators.roles import RESEARCHER, ensure_roles
+    from ratinggame.models import CaptionPair
+    from tests.ratinggame.api_helpers import token_client
+    from tests.ratinggame.journey_helpers import seed_ratings
+
+    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 0}
+    cache.clear()
+    pair = CaptionPairFactory(pool=Pool.GAME, primes=[2.0, 4.0])
+    seed_ratings(pair, [3, 5])
+    other = CaptionPairFactory(pool=Pool.GAME)
+    both = annotator(state=RaterState.GAME)
+    both.groups.add(ensure_roles()[RESEARCHER])
+    api = token_client(both)
+    served = api.post("/api/game/next", format="json").json()
+    assert served["pair_id"] == pair.pk
+    rating_of_pair = pair.ratings.first().pk
+    job = ExportJob.objects.create(created_by=both, status=ExportJob.Status.DONE, finished_at=timezone.now())
+
+    assert api.get(f"/api/pairs/{pair.pk}/").status_code == 404
+    assert pair.pk not in [p["id"] for p in api.get("/api/pairs/").json()["results"]]
+    assert other.pk in [p["id"] for p in api.get("/api/pairs/").json()["results"]]
+    assert api.get("/api/ratings/", {"pair": pair.pk}).json()["count"] == 0
+    assert api.get(f"/api/ratings/{rating_of_pair}/").status_code == 404
+    refused = api.get(f"/api/exports/{job.pk}/download")
+    assert refused.status_code == 409 and "rating a game pair" in refused.json()["error"]["message"]
+
+    api.post("/api/game/submit", {"assignment_id": served["assignment_id"], "value": 4}, format="json")
+    shown = api.get(f"/api/pairs/{pair.pk}/").json()
+    assert shown["primes"] == [2.0, 4.0] and shown["human_count"] == 3
+    assert api.get("/api/ratings/", {"pair": pair.pk}).json()["count"] == 3
+    assert CaptionPair.objects.get(pk=pair.pk).human_count == 3
+
+
+def test_a_staff_member_rating_a_pair_does_not_find_it_in_the_django_admin(settings):
+    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 0}
+    pair = CaptionPairFactory(pool=Pool.GAME, caption="the pair being rated")
+    staff = admin()
+    RaterProfile.objects.create(
+        user=staff, state=RaterState.GAME, consent_at=timezone.now(), game_entered_at=timezone.now()
+    )
+    served = game.pair_serve(rater=staff)
+    assert served.pair_id == pair.pk
+    client = Client()
+    client.force_login(staff)
+    assert "the pair being rated" not in client.get("/admin/ratinggame/captionpair/").content.decode()
+    assert client.get(f"/admin/ratinggame/captionpair/{pair.pk}/change/").status_code == 302  # "does not exist"
+    game.rating_submit(rater=staff, assignment_id=served.assignment_id, value=3)
+    assert "the pair being rated" in client.get("/admin/ratinggame/captionpair/").content.decode()

@@ -18,7 +18,7 @@ from rest_framework.test import APIClient
 
 from ratinggame import health
 from ratinggame.request_log import JsonFormatter, RequestIdFilter
-from tests.factories import ImageFactory, png_bytes
+from tests.factories import ImageFactory, UserFactory, png_bytes
 from tests.ratinggame.api_helpers import PASSWORD, annotator, error_of, researcher, token_client
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -255,6 +255,22 @@ def test_the_login_page_answers_429_after_ten_failures_for_a_username_and_addres
     # The rater logs in from their own address; a log-in clears their count there.
     rater = Client(REMOTE_ADDR="198.51.100.7")
     assert rater.post("/accounts/login/", {"username": "victim", "password": PASSWORD}).status_code == 302
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("door", ["/accounts/login/", "/admin/login/"])
+def test_another_spelling_of_a_blocked_username_is_blocked_too(settings, door):
+    """Issue 15: the fullwidth spelling (NFKC-equal) of a blocked account got fresh tries and
+    logged in; a case variant is the same account too."""
+    settings.LOGIN_MAX_FAILURES = 3
+    UserFactory(username="Victim7", is_staff=True)
+    attacker = Client(REMOTE_ADDR="203.0.113.9")
+    for _ in range(3):
+        attacker.post(door, {"username": "Victim7", "password": "guess"})
+    for spelling in ("Ｖｉｃｔｉｍ７", "victim7", " VICTIM7 "):
+        answer = attacker.post(door, {"username": spelling, "password": PASSWORD})
+        assert answer.status_code == 429, (spelling, answer.status_code)
+    assert "_auth_user_id" not in attacker.session
 
 
 @pytest.mark.django_db

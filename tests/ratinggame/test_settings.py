@@ -142,3 +142,43 @@ def test_web_process_never_imports_torch(tmp_path):
     environment.update({"DJANGO_SETTINGS_MODULE": "ratinggame.settings", "RATINGGAME_VAR_DIR": str(tmp_path)})
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=environment, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+MAIL_PROBE = """
+import django
+django.setup()
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+from django.contrib.auth import get_user_model
+from django.test import Client
+get_user_model().objects.create_user("forgetful", "forgetful@example.org", "a long passphrase")
+answer = Client().post("/accounts/password_reset/", {"email": "forgetful@example.org"})
+print(answer.status_code)
+"""
+
+
+def test_the_password_reset_mail_is_written_to_var_mail_by_default(tmp_path):
+    """Issue 15: with the default settings the reset e-mail failed to send (SMTP on localhost)."""
+    environment = {k: v for k, v in os.environ.items() if k not in CLEARED and not k.startswith("DJANGO_EMAIL")}
+    environment.update({"DJANGO_SETTINGS_MODULE": "ratinggame.settings", "RATINGGAME_VAR_DIR": str(tmp_path / "var")})
+    result = subprocess.run(
+        [sys.executable, "-c", MAIL_PROBE], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == "302"
+    assert "Failed to send" not in result.stderr
+    (message,) = (tmp_path / "var" / "mail").iterdir()
+    text = message.read_text()
+    assert "To: forgetful@example.org" in text and "/accounts/reset/" in text
+
+
+def test_smtp_is_used_when_a_mail_host_is_set(tmp_path):
+    probe_mail = PROBE.replace('"hsts":', '"mail": settings.EMAIL_BACKEND, "hsts":')
+    environment = {k: v for k, v in os.environ.items() if k not in CLEARED}
+    environment.update({"DJANGO_SETTINGS_MODULE": "ratinggame.settings", "RATINGGAME_VAR_DIR": str(tmp_path / "var")})
+    environment["DJANGO_EMAIL_HOST"] = "smtp.example.org"
+    result = subprocess.run(
+        [sys.executable, "-c", probe_mail], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1])["mail"] == "django.core.mail.backends.smtp.EmailBackend"

@@ -10,6 +10,7 @@ of the tutorial and probation pairs already on the server (``GET /api/pairs/?poo
 No Django import: this is a client of the API.
 """
 
+import asyncio
 import csv
 import hashlib
 import io
@@ -20,7 +21,8 @@ from PIL import Image
 
 TUTORIAL_PAIRS = 10
 PROBATION_PAIRS = 20
-SETUP_TIMEOUT = 300.0  # seconds: importing thousands of pairs is one request
+SETUP_TIMEOUT = 300.0  # seconds: importing thousands of pairs is one request (or one job)
+JOB_POLL_SECONDS = 1.0
 PAGE_SIZE = 500  # the API's largest page
 
 
@@ -79,10 +81,37 @@ async def pool_upload(session, *, pool: str, qualities: list[int], tag: str) -> 
     response = await session.request(
         "setup", "POST", "/api/pairs/import", files=files, data={"pool": pool}, timeout=SETUP_TIMEOUT
     )
+    if response.status_code == 202:  # a large manifest: imported by a worker, followed as a job
+        response = await import_job_wait(session, response.json()["url"])
     if response.status_code != 201:
         raise SetupFailed(f"uploading {len(qualities)} {pool} pairs was refused: {_refusal(response)}")
     pair_ids = response.json()["pair_ids"]  # in manifest row order (ratinggame.pairs.importing)
     return dict(zip(pair_ids, qualities, strict=True))
+
+
+class _Finished:
+    """A finished import job's report, answering like the upload of a small manifest (201)."""
+
+    status_code = 201
+
+    def __init__(self, report: dict) -> None:
+        self.report = report
+
+    def json(self) -> dict:
+        return self.report
+
+
+async def import_job_wait(session, url: str):
+    """Poll an import job until it ends: its report (201-like), or the job's answer if it failed."""
+    deadline = asyncio.get_running_loop().time() + SETUP_TIMEOUT
+    while True:
+        response = await session.request("setup", "GET", url)
+        job = response.json() if response.status_code == 200 else {}
+        if job.get("status") == "done":
+            return _Finished(job["report"])
+        if job.get("status") not in ("queued", "running") or asyncio.get_running_loop().time() > deadline:
+            raise SetupFailed(f"the import job {url} did not finish: {job or _refusal(response)}")
+        await asyncio.sleep(JOB_POLL_SECONDS)
 
 
 async def pool_pairs(session, pool: str) -> list[dict]:

@@ -154,8 +154,9 @@ def test_probation_rounds_and_open_disputes_are_counted(image):
     ProbationRound.objects.create(profile=rater, number=1)
     ProbationRound.objects.create(profile=rater, number=2)
     rating = rating_record(rater=rater.user, pair=CaptionPairFactory(image=image), value=3)
+    decided = rating_record(rater=rater.user, pair=CaptionPairFactory(image=image), value=2)
     Dispute.objects.create(rating=rating, comment="open")
-    Dispute.objects.create(rating=rating, comment="done", status="rejected")
+    Dispute.objects.create(rating=decided, comment="done", status="rejected")
     row = rater_statistics()[0]
     assert (row.probation_rounds, row.open_disputes) == (2, 1)
 

@@ -5,11 +5,13 @@ from datetime import timedelta
 
 import pytest
 from django.db import connections
+from django.db.models import Count, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 
 from annotators.models import RaterState
 from ratinggame import game
 from ratinggame.game.aggregates import pair_aggregates_recompute
-from ratinggame.models import Assignment, CaptionPair, Pool, Rating
+from ratinggame.models import MAX_HUMAN_RATINGS, Assignment, CaptionPair, Pool, Rating
 from scoring.consensus import consensus_rating, player_score
 from tests.ratinggame.journey_helpers import FAST_HASHERS, T0, assert_pairs_consistent, game_pairs, rater, seed_ratings
 
@@ -138,4 +140,136 @@ def test_fifty_raters_rating_in_one_request_each_never_push_a_pair_past_7():
     assert sum(results) == sum(counts)
     assert Rating.objects.values("rater", "pair").distinct().count() == sum(counts)
     assert not Assignment.objects.filter(holds_slot=True).exists()
+
+
+def cap_use() -> list[tuple[int, int, int]]:
+    """(pair id, counted human ratings, open assignments holding a slot) of every pair, read in
+    one statement, so one snapshot: what SPEC 5's cap counts."""
+    counted = Rating.objects.counted().filter(pair=OuterRef("pk")).values("pair").annotate(n=Count("id")).values("n")
+    holding = (
+        Assignment.objects.filter(pair=OuterRef("pk"), holds_slot=True)
+        .values("pair")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    return list(
+        CaptionPair.objects.annotate(counted=Coalesce(Subquery(counted), 0), holding=Coalesce(Subquery(holding), 0))
+        .order_by("pk")
+        .values_list("pk", "counted", "holding")
+    )
+
+
+def raters_holding_two_slots() -> list[int]:
+    return list(
+        Assignment.objects.filter(holds_slot=True)
+        .values("rater")
+        .annotate(n=Count("id"))
+        .filter(n__gt=1)
+        .values_list("rater", flat=True)
+    )
+
+
+@pytest.mark.slow
+def test_the_cap_counts_counted_ratings_and_open_slots_under_failing_windows_and_expiring_assignments(settings):
+    """SPEC 5: non-excluded human ratings plus open assignments never pass 7 on any pair, at any
+    moment, while 50 raters in 5 waves of 10 at once rate 4 pairs; some abandon their pair (its
+    slot expires and goes to a later wave), some fail their qualification window on their
+    second rating (their ratings are excluded and free their slots). No rater ever holds two
+    open slots. A watcher reads the counts all along, one snapshot per read."""
+    settings.RATINGGAME = {**settings.RATINGGAME, "ASSIGNMENT_EXPIRY_SECONDS": 60}
+    game_pairs(4, primes=[2.0, 4.0])
+    waves, wave_size, rounds = 5, 10, 3
+    kinds = ["abandons", "fails", "plays", "plays"]
+    users = []
+    for index in range(waves * wave_size):
+        kind = kinds[index % len(kinds)]
+        # Two ratings short of closing the window, far below its 25 points: the second fails it.
+        window = {"window_count": 18, "window_points": -20} if kind == "fails" else {"window_count": 20}
+        users.append(rater(RaterState.GAME, **window))
+
+    def play(index: int) -> int:
+        # Waves 100 s apart: a wave comes after the previous waves' open slots expired (60 s).
+        now = T0 + timedelta(seconds=100 * (index // wave_size))
+        rated = 0
+        for turn in range(rounds):
+            served = game.pair_serve(rater=users[index], now=now)
+            if served is None or kinds[index % len(kinds)] == "abandons":
+                break
+            feedback = game.rating_submit(
+                rater=users[index],
+                assignment_id=served.assignment_id,
+                value=(index + turn) % 5 + 1,
+                now=now + timedelta(seconds=5),
+            )
+            rated += 1
+            if feedback.transition == "window_failed":
+                break  # back to probation
+            now += timedelta(seconds=10)
+        return rated
+
+    samples: list[list[tuple[int, int, int]]] = []
+    doubled: list[int] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        try:
+            while not done.is_set():
+                samples.append(cap_use())
+                doubled.extend(raters_holding_two_slots())
+        finally:
+            connections.close_all()
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    results = []
+    try:
+        for wave in range(waves):
+            results += run_at_once(lambda i, wave=wave: play(wave * wave_size + i), wave_size)
+    finally:
+        done.set()
+        watcher.join(timeout=60)
+
+    assert not [result for result in results if isinstance(result, Exception)], results
+    assert samples and not doubled
+    over = [row for sample in samples for row in sample if row[1] + row[2] > MAX_HUMAN_RATINGS]
+    assert not over, over
+    assert all(counted + holding <= MAX_HUMAN_RATINGS for _, counted, holding in cap_use())
+    assert not raters_holding_two_slots()
+    assert_pairs_consistent()
+    # What the cap had to get right really happened: windows failed and their ratings were
+    # excluded (kept for audit), abandoned slots expired and went to later waves, and a pair
+    # took more than 7 ratings in all, its excluded ones among them.
+    assert Rating.objects.filter(excluded=True).exists()
+    assert Assignment.objects.filter(submitted_at__isnull=True, holds_slot=False, stage=Pool.GAME).exists()
+    stored = Rating.objects.filter(stage=Pool.GAME).values("pair").annotate(n=Count("id"))
+    assert max(row["n"] for row in stored) > MAX_HUMAN_RATINGS
+
+
+@pytest.mark.slow
+def test_raters_waiting_for_locked_pairs_never_deadlock():
+    """40 raters at once serve and rate 3 pairs each among 4, with every open pair locked at
+    times: a rater waits for one pair's lock only while holding no other, so none of them
+    gets PostgreSQL's "deadlock detected"."""
+    game_pairs(4, primes=[2.0, 4.0])
+    users = [rater(RaterState.GAME, window_count=20) for _ in range(40)]
+
+    def play(index: int) -> int:
+        rated = 0
+        for turn in range(3):
+            served = game.pair_serve(rater=users[index], now=T0)
+            if served is None:
+                break
+            game.rating_submit(
+                rater=users[index],
+                assignment_id=served.assignment_id,
+                value=(index + turn) % 5 + 1,
+                now=T0 + timedelta(seconds=5),
+            )
+            rated += 1
+        return rated
+
+    results = run_at_once(play, 40)
+
+    assert not [result for result in results if isinstance(result, Exception)], results
+    assert sum(results) == 4 * MAX_HUMAN_RATINGS
     assert_pairs_consistent()

@@ -204,7 +204,7 @@ def test_skip_invalid_imports_good_rows_and_reports_the_rest(tmp_path, folder):
         ("image,caption\nok1.png,caf\xe9\n".encode("latin-1"), "not UTF-8 text: byte 0xe9 at line 2"),
         (b"picture,caption\nok1.png,x\n", "missing required column(s): image"),
         (b"image,caption,rating\nok1.png,x,3\n", "unknown column(s): rating"),
-        (b"image,caption,caption\nok1.png,x,y\n", "a column name appears twice"),
+        (b"image,caption,caption\nok1.png,x,y\n", "appears twice"),
         (b"", "the manifest is empty"),
         (b"image,caption\n", "no data rows"),
     ],
@@ -247,19 +247,54 @@ def test_unusual_but_valid_images_are_accepted(tmp_path, folder):
     assert Image.objects.get(original_name="cmyk.jpg").file.name.endswith(".jpg")
 
 
-def test_rollback_removes_image_files_written_before_the_failure(tmp_path, folder, monkeypatch, settings):
+def stored_files(settings) -> list[str]:
+    media = settings.MEDIA_ROOT
+    return sorted(str(p.relative_to(media)) for p in media.rglob("*") if p.is_file()) if media.exists() else []
+
+
+def test_an_import_that_fails_half_way_leaves_no_file_the_site_serves_and_the_next_one_reuses_the_names(
+    tmp_path, folder, monkeypatch, settings, client
+):
+    """Issue 15: a killed import left image files with no row, and the next run stored suffixed
+    copies. Files are named by content and written before the rows: the failed run's files are
+    not served, the next run lands on the same names, and the sweep removes what no row names."""
+    from datetime import timedelta
+
     import ratinggame.pairs.importing as importing
+    from ratinggame.pairs.services import media_orphans_delete
 
-    def failing_pair_create(**kwargs):
-        raise RuntimeError("database went away")
+    real_pair_create = importing.pair_create
+    created = []
 
-    monkeypatch.setattr(importing, "pair_create", failing_pair_create)
-    manifest = write_csv(tmp_path, "image,caption\nok1.png,x\n")
+    def dying_pair_create(**kwargs):
+        if len(created) == 2:
+            raise RuntimeError("the process died here")
+        created.append(real_pair_create(**kwargs))
+        return created[-1]
+
+    monkeypatch.setattr(importing, "pair_create", dying_pair_create)
+    manifest = write_csv(tmp_path, "image,caption\nok1.png,x\nok2.png,y\nok3.png,z\n")
     with pytest.raises(RuntimeError):
         run_import(manifest, folder)
-    assert Image.objects.count() == 0
-    media = settings.MEDIA_ROOT
-    assert not any(p.is_file() for p in media.rglob("*")) if media.exists() else True
+    assert Image.objects.count() == 0 and CaptionPair.objects.count() == 0
+    left = stored_files(settings)
+    assert len(left) == 3  # written before the rows that never came
+    for name in left:
+        assert client.get(f"/media/{name}").status_code == 404
+
+    monkeypatch.setattr(importing, "pair_create", real_pair_create)
+    run_import(manifest, folder)
+    assert stored_files(settings) == left == sorted(Image.objects.values_list("file", flat=True))
+    for name in left:
+        assert client.get(f"/media/{name}").status_code == 200
+    # Nothing is left for the sweep to take; a file with no row is taken once old enough.
+    assert media_orphans_delete(older_than=timedelta(0)) == []
+    orphan = settings.MEDIA_ROOT / "images" / "ab" / ("ab" + "0" * 62 + ".png")
+    orphan.parent.mkdir(parents=True, exist_ok=True)
+    orphan.write_bytes(png_bytes(77))
+    assert media_orphans_delete(older_than=timedelta(hours=1)) == []
+    assert media_orphans_delete(older_than=timedelta(0)) == [f"images/ab/{orphan.name}"]
+    assert stored_files(settings) == left
 
 
 def test_image_over_pixel_limit_but_under_pillows_own_guard(tmp_path, folder, settings):
@@ -312,3 +347,61 @@ def test_unreadable_image_file_is_named(tmp_path, folder, monkeypatch):
     manifest = write_csv(tmp_path, "image,caption\nok2.png,fine\nok1.png,a cat\n")
     message = import_error(manifest, folder)
     assert "row 3: image file 'ok1.png' cannot be read (permission denied)" in message
+
+
+# --- Issue 15: inputs that answered with a traceback ----------------------------------------------
+
+
+def test_a_symbolic_link_loop_in_the_images_folder_is_named(tmp_path, folder):
+    (folder / "loop.png").symlink_to(folder / "loop.png")
+    (folder / "a").symlink_to(folder / "b")
+    (folder / "b").symlink_to(folder / "a")
+    manifest = write_csv(tmp_path, "image,caption\nok1.png,fine\nloop.png,x\na/c.png,y\n")
+    message = import_error(manifest, folder)
+    assert "row 3: image file 'loop.png' cannot be read" in message
+    assert "row 4: image file 'a/c.png' cannot be read" in message
+
+
+def test_an_images_folder_that_is_a_symbolic_link_loop_is_named(tmp_path):
+    images = tmp_path / "images"
+    images.symlink_to(images)
+    manifest = write_csv(tmp_path, "image,caption\nok1.png,x\n")
+    assert "images folder" in import_error(manifest, images)
+
+
+def test_a_file_name_longer_than_the_file_system_allows_is_named(tmp_path, folder):
+    manifest = write_csv(tmp_path, f"image,caption\nok1.png,fine\n{'n' * 300}.png,x\n")
+    message = import_error(manifest, folder)
+    assert "row 3: image file name 'nnnn" in message and "longer than 255 bytes" in message
+
+
+def test_a_nul_byte_in_an_image_name_is_named(tmp_path, folder):
+    manifest = tmp_path / "bad.jsonl"
+    manifest.write_text(json.dumps({"image": "ok1\u0000.png", "caption": "x"}) + "\n", encoding="utf-8")
+    assert "row 1: image file name contains a NUL character" in import_error(manifest, folder)
+
+
+@pytest.mark.parametrize("order", ["2147483648", "9" * 23])
+def test_a_display_order_out_of_range_is_refused_by_the_dry_run_too(tmp_path, folder, order):
+    manifest = write_csv(tmp_path, f"image,caption,display_order\nok1.png,x,{order}\n")
+    for args in ([], ["--dry-run"]):
+        assert "row 2: display_order" in import_error(manifest, folder, *args)
+    ok = write_csv(tmp_path, "image,caption,display_order\nok1.png,x,2147483647\n", name="ok.csv")
+    run_import(ok, folder)
+    assert CaptionPair.objects.get().display_order == 2**31 - 1
+
+
+def test_rows_numbered_after_the_last_display_order_never_pass_the_range(tmp_path, folder):
+    run_import(write_csv(tmp_path, "image,caption,display_order\nok1.png,x,2147483647\n"), folder)
+    manifest = write_csv(tmp_path, "image,caption\nok2.png,y\n", name="more.csv")
+    with pytest.raises(CommandError, match="row 2: no display_order is left after 2,147,483,647"):
+        run_import(manifest, folder)
+    assert CaptionPair.objects.count() == 1
+
+
+def test_jsonl_lines_end_at_newlines_only(tmp_path, folder):
+    manifest = tmp_path / "pairs.jsonl"
+    lines = [{"image": "ok1.png", "caption": "one\u2028line"}, {"image": "ok2.png", "caption": "next\u0085line"}]
+    manifest.write_text("\r\n".join(json.dumps(line, ensure_ascii=False) for line in lines) + "\n", encoding="utf-8")
+    run_import(manifest, folder)
+    assert sorted(CaptionPair.objects.values_list("caption", flat=True)) == ["next line", "one line"]

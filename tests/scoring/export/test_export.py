@@ -118,6 +118,33 @@ def test_every_file_parses_and_the_three_formats_agree(world, tmp_path):
     assert "Objects, a general scene, and actions are correctly identified" in datasheet
 
 
+FORMULAS = [
+    '=HYPERLINK("http://evil.example/x","click")',
+    "+cmd|' /C calc'!A0",
+    "-2+3 people on a beach",
+    "@SUM(A1:A9) a photo",
+    "\t=1+1 a tabbed caption",
+]
+
+
+def test_csv_cells_a_spreadsheet_would_run_as_formulas_are_neutralised_and_the_others_stay_exact(world, tmp_path):
+    """Issue 15: captions starting with = + - @ were written as they are in pairs.csv."""
+    build(tmp_path / "first")
+    exported = [row["pair_id"] for row in read_jsonl(tmp_path / "first" / "pairs.jsonl")][: len(FORMULAS)]
+    ids = dict(zip(exported, FORMULAS, strict=True))
+    for pair_id, caption in ids.items():
+        CaptionPair.objects.filter(pk=pair_id).update(caption=caption)
+    build(tmp_path / "out")
+    out = tmp_path / "out"
+    from_csv = {int(row["pair_id"]): row["caption"] for row in read_csv(out / "pairs.csv")}
+    from_jsonl = {row["pair_id"]: row["caption"] for row in read_jsonl(out / "pairs.jsonl")}
+    from_parquet = {row["pair_id"]: row["caption"] for row in pq.read_table(out / "pairs.parquet").to_pylist()}
+    for pair_id, caption in ids.items():
+        assert from_csv[pair_id] == "'" + caption
+        assert from_jsonl[pair_id] == from_parquet[pair_id] == caption
+    assert all(not caption.startswith("'") for pair_id, caption in from_csv.items() if pair_id not in ids)
+
+
 def test_counts_match_the_database(world, tmp_path):
     out = tmp_path / "out"
     counts = build(out)

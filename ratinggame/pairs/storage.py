@@ -1,0 +1,51 @@
+"""Where image files live: one name per content, written whole or not at all.
+
+An image's name is its sha256 (``ratinggame.models.image_upload_path``), so a name that exists
+already holds the same bytes, and storing the content again must land on that name: Django's
+FileSystemStorage would add a random suffix instead (``<sha256>_KnY2ofM.png``), a copy per
+attempt. Each file is written to a temporary name in its folder and renamed into place
+(``os.replace``, atomic on one file system), so a process killed while writing leaves no
+partial file under a real name, only a ``.incoming-*`` file.
+
+A file stored for a row that was never committed (an import killed or rolled back) is an
+orphan: nothing serves it (``ratinggame.pairs.media`` serves only files an Image row names)
+and ``ratinggame.pairs.services.media_orphans_delete`` removes it once it is old enough that
+no import still running can be about to commit its row.
+"""
+
+import os
+import tempfile
+
+from django.core.files.storage import FileSystemStorage
+
+INCOMING_PREFIX = ".incoming-"
+FILE_MODE = 0o644
+
+
+class ContentAddressedStorage(FileSystemStorage):
+    def get_available_name(self, name: str, max_length: int | None = None) -> str:
+        # The name is the content: an existing file with it holds the same bytes.
+        return name
+
+    def _save(self, name: str, content) -> str:
+        full_path = self.path(name)
+        directory = os.path.dirname(full_path)
+        os.makedirs(directory, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=directory, prefix=INCOMING_PREFIX)
+        try:
+            with os.fdopen(handle, "wb") as out:
+                for chunk in content.chunks():
+                    out.write(chunk)
+            os.chmod(temporary, self.file_permissions_mode or FILE_MODE)
+            # Replacing an existing file writes the same bytes and refreshes its time, which
+            # keeps the orphan sweep away from a file an import is about to use again.
+            os.replace(temporary, full_path)
+        except BaseException:
+            os.unlink(temporary)
+            raise
+        return name
+
+
+def image_storage() -> ContentAddressedStorage:
+    """The storage of ``Image.file`` (a callable, so that migrations name it, not its settings)."""
+    return ContentAddressedStorage()
