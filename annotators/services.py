@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from annotators import progress
 from annotators.journey import level_for, next_level_at
-from annotators.models import Dispute, RaterProfile, RaterState
+from annotators.models import Dispute, DisputeStatus, RaterProfile, RaterState
 from annotators.roles import ANNOTATOR, ensure_roles
 from ratinggame.models import Pool, Rating, counted_ratings
 
@@ -86,8 +86,13 @@ def dispute_refusal(rating: Rating) -> ValidationError | None:
         code = "first_rater"
     elif rating.points >= BEST_POINTS:
         message, code = f"This rating scored the full {BEST_POINTS} points: there is nothing to restore.", "full_points"
-    elif rating.disputes.exists():
-        message = "You have disputed this score already: its outcome is shown here and on your page."
+    elif (earlier := rating.disputes.first()) is not None:
+        outcome = (
+            "it is waiting for an admin"
+            if earlier.status == DisputeStatus.OPEN
+            else f"the dispute was {earlier.get_status_display().lower()}"
+        )
+        message = f"You have disputed this score already: {outcome}; its outcome is shown here and on your page."
         code = "duplicate"
     else:
         return None

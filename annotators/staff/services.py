@@ -11,12 +11,15 @@ Rules:
   (``annotators.progress.probation_enter``). The game score is kept: this is not a failed
   qualification window (SPEC 2.3); the next entry to the game opens a new window. A rater in
   the tutorial (no training score yet) or already on probation cannot be sent.
-* **resolve a dispute**: accepting it restores the points the disputed game rating cost
-  (``dispute_points_restorable``): its negative points, ``max(0, -rating.points)``, less
-  what was restored for that rating before, are credited to the rater's ``game_score`` and
-  recorded in ``Dispute.points_restored``; a rating that earned 0 or more restores nothing.
-  So restoring is idempotent and never more than the rating lost, however many staff accept
-  at once (the dispute row is locked) and however the dispute came to be. The rating itself
+* **resolve a dispute**: the rating is re-scored (``dispute_rescore``) by Algorithm 1 against
+  the current consensus of the OTHER non-excluded human ratings of its pair: ratings that came
+  after it, and ratings excluded since (a failed window), change what it deserved. Accepting
+  credits the difference, the points now less the points it was scored, less what was restored
+  for that rating before, to the rater's ``game_score``, recorded in ``Dispute.points_restored``
+  and in the action log; never negative. With no other human rating the re-score is 0 (the
+  first rater's score), so a rating restores what it lost. So restoring is idempotent and
+  bounded, however many staff accept at once (the rater's profile row is locked) and however
+  the dispute came to be. The rating itself
   keeps the points it was scored (the game's record stays as it happened). Rejecting changes
   no score. Only an open dispute can be resolved, once. A dispute whose rating
   was excluded after it was filed (a failed qualification window) cannot be accepted: the
@@ -27,6 +30,9 @@ Rows are locked (``select_for_update``) so two staff members acting at once, or 
 action racing the rater's own rating, never lose an update.
 """
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Sum
@@ -35,6 +41,7 @@ from django.utils import timezone
 from annotators import progress
 from annotators.models import Dispute, DisputeStatus, RaterAction, RaterProfile, RaterState
 from ratinggame.models import Rating
+from scoring.consensus import consensus_rating, player_score
 
 
 class ActionRefused(Exception):
@@ -121,7 +128,8 @@ def dispute_resolve(*, dispute: Dispute, actor: AbstractBaseUser, accept: bool, 
             )
         # The rater's profile lock also serialises every restore for this rater's ratings.
         profile = RaterProfile.objects.select_for_update().get(user_id=rating.rater_id)
-        restored = dispute_points_restorable(rating) if accept else 0
+        rescore = dispute_rescore(rating)
+        restored = rescore.owed if accept else 0
         if restored:
             profile.game_score += restored
             profile.save(update_fields=["game_score"])
@@ -135,20 +143,53 @@ def dispute_resolve(*, dispute: Dispute, actor: AbstractBaseUser, accept: bool, 
             rater=profile,
             actor=actor,
             action="dispute_accept" if accept else "dispute_reject",
-            reason=f"Dispute {dispute.pk} on rating {rating.pk}: {note}",
+            reason=(
+                f"Dispute {dispute.pk} on rating {rating.pk}: {note} (scored {rating.points:+d}; re-scored "
+                f"{rescore.points:+d} against the consensus {rescore.consensus or 'none'} of {rescore.others} other "
+                f"rating(s) now; {restored} point(s) restored)"
+            ),
             from_state=profile.state,
             to_state=profile.state,
         )
         return dispute
 
 
-def dispute_points_restorable(rating: Rating) -> int:
-    """Points an accepted dispute gives back for ``rating``: what the rating lost (its negative
-    points), less what disputes on it restored already; never negative.
+@dataclass(frozen=True)
+class Rescore:
+    """A disputed rating scored again now (see the module docstring)."""
 
-    The one place that decides how much an acceptance restores (the caller holds the rater's
-    profile lock, so two acceptances cannot both read "nothing restored yet").
+    consensus: int | None  # of the other non-excluded human ratings of the pair; None: there is none
+    others: int  # how many they are
+    points: int  # the rating's points against them (Algorithm 1; 0 with none)
+    owed: int  # what accepting restores: points now less the points scored, less restored before
+
+
+def dispute_rescore(rating: Rating, *, others: Sequence[int] | None = None, restored: int | None = None) -> Rescore:
+    """``rating`` re-scored against the other counted human ratings of its pair.
+
+    The one place that decides how much an acceptance restores. ``others`` (their values) and
+    ``restored`` (points restored for this rating before) are read when not given (the dispute
+    queue passes them, read for all its disputes at once). The caller of an acceptance holds
+    the rater's profile lock, so two acceptances cannot both read "nothing restored yet".
     """
-    lost = max(0, -rating.points)
-    already = Dispute.objects.filter(rating=rating).aggregate(total=Sum("points_restored"))["total"] or 0
-    return max(0, lost - already)
+    if others is None:
+        others = list(
+            Rating.objects.counted()
+            .filter(pair_id=rating.pair_id)
+            .exclude(pk=rating.pk)
+            .values_list("value", flat=True)
+        )
+    if restored is None:
+        restored = Dispute.objects.filter(rating=rating).aggregate(total=Sum("points_restored"))["total"] or 0
+    points = player_score(rating.value, others)
+    return Rescore(
+        consensus=consensus_rating(others),
+        others=len(others),
+        points=points,
+        owed=max(0, points - rating.points - restored),
+    )
+
+
+def dispute_points_restorable(rating: Rating) -> int:
+    """Points an accepted dispute gives back for ``rating`` (``dispute_rescore``)."""
+    return dispute_rescore(rating).owed

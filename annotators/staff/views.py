@@ -5,6 +5,7 @@ log-in page, everyone else (annotators, researchers) gets 403. Every action is a
 reason; its GET shows the same form on a page of its own.
 """
 
+from collections import defaultdict
 from functools import wraps
 from urllib.parse import urlencode
 
@@ -13,7 +14,6 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, Sum
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -30,12 +30,12 @@ from annotators.competency.flags import (
     rater_timeline,
 )
 from annotators.competency.jobs import competency_refresh_request, latest_analysis, never_queued
-from annotators.competency.rater_stats import leave_one_out_consensus
 from annotators.competency.timeline_svg import timeline_svg
 from annotators.models import AnalysisStatus, CompetencyAnalysis, Dispute, DisputeStatus, RaterProfile, RaterState
 from annotators.roles import ADMIN, has_role
 from annotators.staff import services as staff_services
 from annotators.staff.forms import DisputeResolveForm, ReasonForm
+from annotators.staff.services import dispute_rescore
 from ratinggame.models import Pool, Rating
 
 
@@ -296,26 +296,24 @@ def rater_action(request: HttpRequest, profile_id: int, action: str) -> HttpResp
 
 
 def _dispute_rows(disputes: list[Dispute]) -> list[dict]:
-    """Each dispute with the consensus of the OTHER raters now (one aggregate query for all)."""
-    pair_ids = {d.rating.pair_id for d in disputes}
-    aggregates = {
-        row["pair_id"]: (row["total"], row["count"])
-        for row in Rating.objects.counted()
-        .filter(pair_id__in=pair_ids)
-        .values("pair_id")
-        .annotate(total=Sum("value"), count=Count("id"))
-    }
+    """Each dispute with its rating re-scored against the OTHER raters now (one query for all):
+    what staff see before they accept, and what accepting restores."""
+    counted: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for pair_id, rating_id, value in (
+        Rating.objects.counted()
+        .filter(pair_id__in={d.rating.pair_id for d in disputes})
+        .values_list("pair_id", "id", "value")
+    ):
+        counted[pair_id].append((rating_id, value))
     rows = []
     for dispute in disputes:
         rating = dispute.rating
-        total, count = aggregates.get(rating.pair_id, (0, 0))
-        now = leave_one_out_consensus(
-            np.array([total]), np.array([count]), np.array([rating.value]), np.array([not rating.excluded])
-        )[0]
+        others = [value for rating_id, value in counted[rating.pair_id] if rating_id != rating.pk]
         rows.append(
             {
                 "dispute": dispute,
-                "consensus_now": None if not np.isfinite(now) else int(now),
+                # One dispute per rating: what it restored is all that was restored for the rating.
+                "rescore": dispute_rescore(rating, others=others, restored=dispute.points_restored),
                 "form": DisputeResolveForm(auto_id=f"id_dispute{dispute.pk}_%s"),
             }
         )

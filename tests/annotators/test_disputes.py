@@ -130,12 +130,12 @@ def test_a_dispute_whose_rating_was_excluded_later_cannot_be_accepted(client):
 def test_a_rating_is_disputed_once_whatever_the_first_disputes_outcome():
     user = rater_in_the_window(window_count=20)
     pair = CaptionPairFactory(pool=Pool.GAME)
-    rating = rating_record(rater=user, pair=pair, value=1, points=-2, stage="game")
+    rating = rating_record(rater=user, pair=pair, value=1, points=-2, stage="game", reference=4)
     first = dispute_file(rater=user, rating_id=rating.pk, comment="Look again.")
-    with pytest.raises(ValidationError, match="already disputed"):
+    with pytest.raises(ValidationError, match="disputed this score already: it is waiting for an admin"):
         dispute_file(rater=user, rating_id=rating.pk, comment="Again.")
     dispute_resolve(dispute=first, actor=UserFactory(is_staff=True), accept=True, note="Fair.")
-    with pytest.raises(ValidationError, match="disputed before and the dispute was accepted"):
+    with pytest.raises(ValidationError, match="disputed this score already: the dispute was accepted"):
         dispute_file(rater=user, rating_id=rating.pk, comment="And once more, for 2 more points.")
     assert Dispute.objects.filter(rating=rating).count() == 1
     assert RaterProfile.objects.get(user=user).game_score == 20 + 2
@@ -175,3 +175,42 @@ def test_the_migration_merges_duplicate_disputes_and_keeps_what_they_restored():
     (kept,) = Dispute.objects.filter(rating_id=rating.pk)
     assert (kept.status, kept.comment, kept.points_restored) == (DisputeStatus.ACCEPTED, "first\n\nsecond", 4)
     assert dispute_points_restorable(Rating.objects.get(pk=rating.pk)) == 0
+
+
+# --- Accepting re-scores the rating against the other raters now (issue 10) ------------------
+
+
+def test_accepting_restores_what_a_re_score_against_the_other_raters_now_adds():
+    """Scored 0 against a consensus of 4 (from the model's primes); since then two raters rated
+    the pair 2 like it, and a third rating, 5, was excluded by a failed window. Against the
+    others now (prev = [2, 2], n = 3, v = 4/3, d = 0) the rating scores 2: accepting restores 2."""
+    user = rater_in_the_window(window_count=20, game_score=20)
+    pair = CaptionPairFactory(pool=Pool.GAME)
+    rating = rating_record(rater=user, pair=pair, value=2, points=0, stage="game", reference=4)
+    for value in (2, 2):
+        rating_record(rater=UserFactory(), pair=pair, value=value, stage="game", reference=3)
+    rating_record(rater=UserFactory(), pair=pair, value=5, stage="game", reference=2, excluded=True)
+    dispute = dispute_file(rater=user, rating_id=rating.pk, comment="The model's 4 was wrong.")
+
+    from annotators.staff.services import dispute_rescore
+
+    rescore = dispute_rescore(rating)
+    assert (rescore.consensus, rescore.others, rescore.points, rescore.owed) == (2, 2, 2, 2)
+    page = staff_page_of_disputes()
+    assert "+2 against the consensus 2 of 2 other ratings" in page and "Accepting restores 2 points" in page
+
+    dispute_resolve(dispute=dispute, actor=UserFactory(is_staff=True), accept=True, note="Fair.")
+    dispute.refresh_from_db()
+    assert dispute.points_restored == 2
+    assert RaterProfile.objects.get(user=user).game_score == 22
+    assert "re-scored +2 against the consensus 2 of 2 other rating(s)" in RaterAction.objects.get().reason
+    # The rating keeps the points it was scored: the game's record stays as it happened.
+    assert Rating.objects.get(pk=rating.pk).points == 0
+
+
+def staff_page_of_disputes() -> str:
+    from django.test import Client
+
+    client = Client()
+    client.force_login(UserFactory(is_staff=True))
+    return client.get(reverse("staff:disputes")).content.decode()

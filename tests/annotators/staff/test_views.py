@@ -48,8 +48,9 @@ def rater(image):
 def dispute(rater, image):
     pair = CaptionPairFactory(image=image, caption="a dog on a red sofa")
     other = RaterProfileFactory(state=RaterState.GAME)
-    rating_record(rater=other.user, pair=pair, value=4)
-    rating = rating_record(rater=rater.user, pair=pair, value=1, points=-2)
+    rating_record(rater=other.user, pair=pair, value=2)
+    # Scored -2 against the consensus then (4); against the other rating now (2) it scores 0.
+    rating = rating_record(rater=rater.user, pair=pair, value=1, points=-2, reference=4)
     return Dispute.objects.create(rating=rating, comment="The sofa is red, I am sure.")
 
 
@@ -170,7 +171,7 @@ def test_accepting_a_dispute_restores_the_points(client, staff, rater, dispute):
     assert dispute.status == DisputeStatus.ACCEPTED
     assert dispute.points_restored == 2
     assert (dispute.resolved_by, dispute.resolution_note) == (staff, "Red sofa indeed.")
-    assert rater.game_score == 12  # 10 + the 2 points the rating cost
+    assert rater.game_score == 12  # 10 + the 2 points the re-score (0) gives over the score (-2)
     assert dispute.rating.points == -2  # the rating keeps what the game scored
     assert RaterAction.objects.get().action == "dispute_accept"
 
@@ -207,8 +208,9 @@ def test_dispute_queue_shows_the_pair_rating_consensus_and_comment(client, staff
     assert dispute.rating.pair.image.file.url in page
     assert "a dog on a red sofa" in page
     assert "The sofa is red, I am sure." in page
-    # The only other rater rated 4: the consensus of the others now.
-    assert re.search(r"Consensus of the others now</dt><dd>4</dd>", page)
+    # The only other rater rated 2: the consensus of the others now, and the rating re-scored.
+    assert re.search(r"Consensus of the others now</dt><dd>2</dd>", page)
+    assert "+0 against the consensus 2 of 1 other rating. Accepting restores 2 points." in page
 
 
 def test_rater_table_sorts_and_filters(client, staff, rater):
