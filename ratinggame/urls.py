@@ -2,7 +2,7 @@ from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path, register_converter
 
-from ratinggame import health, login_throttle, report_views, views
+from ratinggame import health, import_views, login_throttle, report_views, views
 from ratinggame.pairs import media
 
 
@@ -36,6 +36,10 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/login/", login_throttle.admin_login, name="admin_login_throttled"),
     path("admin/", admin.site.urls),
+    # Imports from the browser (before the rest of /research/, which belongs to scoring).
+    path("research/import/", import_views.import_page, name="pairs_import"),
+    path("research/import/<int:import_id>/", import_views.import_job, name="pairs_import_job"),
+    path("research/import/<int:import_id>/status/", import_views.import_job_status, name="pairs_import_status"),
     path("research/", include("scoring.urls")),
     path("api/", include("ratinggame.api.urls")),
     # Staff pages of the game (before the rest of /staff/, which belongs to annotators.staff).

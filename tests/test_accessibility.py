@@ -71,7 +71,7 @@ def test_no_serious_or_critical_violation_on_the_rater_staff_and_research_pages(
         (world["learner"], ["/play/introduction/", "/play/tutorial/"]),
         (world["player"], ["/play/game/", world["feedback"], "/me/", "/me/delete/", "/leaderboard/"]),
         (world["staff"], ["/staff/", f"/staff/raters/{profile_id}/", "/staff/disputes/", "/staff/reports/"]),
-        (world["researcher"], ["/research/", "/staff/"]),
+        (world["researcher"], ["/research/", "/research/import/", "/staff/"]),
     ]
     problems = []
     with chromium(chromium_path) as browser:

@@ -85,6 +85,9 @@ GET_TABLE = {
     "accounts/reset/done/": PUBLIC,
     # --- Research pages.
     "research/": RESEARCH_PAGE,
+    "research/import/": RESEARCH_PAGE,
+    "research/import/<int:import_id>/": RESEARCH_PAGE,
+    "research/import/<int:import_id>/status/": RESEARCH_PAGE,
     "research/exports/": (405, 405, 405, 405),
     "research/exports/<int:job_id>/status/": RESEARCH_PAGE,
     "research/exports/<int:job_id>/download/": RESEARCH_PAGE,
@@ -203,6 +206,8 @@ WRITE_TABLE = {
     ("POST", "play/feedback/<int:assignment_id>/dispute/"): (LOGIN, REDIRECT, REDIRECT, REDIRECT),
     ("POST", "play/report/"): (LOGIN, REDIRECT, REDIRECT, REDIRECT),
     ("POST", "research/exports/"): (LOGIN, 403, 400, 400),
+    # Without a manifest: back to the import page with the message (post/redirect/get).
+    ("POST", "research/import/"): (LOGIN, 403, REDIRECT, REDIRECT),
     ("POST", "staff/raters/<int:profile_id>/suspend/"): (LOGIN, 403, 403, 400),
     ("POST", "staff/raters/<int:profile_id>/reinstate/"): (LOGIN, 403, 403, 400),
     ("POST", "staff/raters/<int:profile_id>/probation/"): (LOGIN, 403, 403, 400),
@@ -308,6 +313,7 @@ def world(settings):
             "stage": "game",
             "assignment_id": served.assignment_id,
             "job_id": job.pk,
+            "import_id": import_job.pk,
             "profile_id": profile.pk,
             "dispute_id": dispute.pk,
             "pair_id": pairs[0].pk,
