@@ -36,7 +36,7 @@ from annotators.roles import ADMIN, has_role
 from annotators.staff import services as staff_services
 from annotators.staff.forms import DisputeResolveForm, ReasonForm
 from annotators.staff.services import dispute_rescore
-from ratinggame.models import Pool, Rating
+from ratinggame.models import Assignment, Pool, Rating
 
 
 def staff_required(view):
@@ -209,9 +209,11 @@ def rater_detail(request: HttpRequest, profile_id: int) -> HttpResponse:
     )
     last = slice(-50, None)
     ratings = Rating.objects.select_related("pair").in_bulk(rows.rating_id[last].tolist())
+    held = pairs_held_by(request.user)
     recent = [
         {"rating": ratings[rid], "reference": None if not np.isfinite(ref) else int(ref), "seconds": secs}
         for rid, ref, secs in zip(rows.rating_id[last].tolist(), rows.reference[last], rows.seconds[last], strict=True)
+        if ratings[rid].pair_id not in held
     ][::-1]
     ability = (analysis.abilities.get(str(profile.pk)) if analysis is not None else None) or [None, None]
     context = {
@@ -225,6 +227,7 @@ def rater_detail(request: HttpRequest, profile_id: int) -> HttpResponse:
         },
         "timeline_svg": svg,
         "recent": recent,
+        "recent_hidden": len(rows.rating_id[last]) - len(recent),
         "ability": ability,
         "actions": profile.actions.select_related("actor")[:50],
         "disputes": Dispute.objects.filter(rating__rater_id=profile.user_id).select_related("rating")[:50],
@@ -295,9 +298,23 @@ def rater_action(request: HttpRequest, profile_id: int, action: str) -> HttpResp
     return render(request, "annotators/staff/rater_action.html", context, status=status)
 
 
-def _dispute_rows(disputes: list[Dispute]) -> list[dict]:
+HIDDEN_WHILE_RATING = (
+    "You are rating this pair now: its ratings and consensus stay hidden from you until you have rated it "
+    "(and then you can resolve its dispute)."
+)
+
+
+def pairs_held_by(user) -> set[int]:
+    """The pairs ``user`` is rating now: SPEC 5 hides their ratings and consensus from them,
+    whatever roles they hold, until they have rated."""
+    return set(Assignment.objects.pairs_held_by(user).values_list("pair_id", flat=True))
+
+
+def _dispute_rows(disputes: list[Dispute], viewer) -> list[dict]:
     """Each dispute with its rating re-scored against the OTHER raters now (one query for all):
-    what staff see before they accept, and what accepting restores."""
+    what staff see before they accept, and what accepting restores. A dispute on a pair the
+    viewer is rating now is ``hidden`` (SPEC 5)."""
+    held = pairs_held_by(viewer)
     counted: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for pair_id, rating_id, value in (
         Rating.objects.counted()
@@ -314,6 +331,7 @@ def _dispute_rows(disputes: list[Dispute]) -> list[dict]:
                 "dispute": dispute,
                 # One dispute per rating: what it restored is all that was restored for the rating.
                 "rescore": dispute_rescore(rating, others=others, restored=dispute.points_restored),
+                "hidden": rating.pair_id in held,
                 "form": DisputeResolveForm(auto_id=f"id_dispute{dispute.pk}_%s"),
             }
         )
@@ -332,7 +350,7 @@ def dispute_queue(request: HttpRequest) -> HttpResponse:
         .order_by("created_at" if status == DisputeStatus.OPEN else "-resolved_at")[:200]
     )
     context = {
-        "rows": _dispute_rows(disputes),
+        "rows": _dispute_rows(disputes, request.user),
         "status": status,
         "statuses": DisputeStatus.choices,
     }
@@ -345,8 +363,12 @@ def dispute_resolve(request: HttpRequest, dispute_id: int) -> HttpResponse:
     disputes = Dispute.objects.select_related("rating__pair__image", "rating__rater__rater")
     dispute = get_object_or_404(disputes, pk=dispute_id)
     form = DisputeResolveForm(request.POST or None)
+    row = _dispute_rows([dispute], request.user)[0]
     status = 200
-    if request.method == "POST":
+    if request.method == "POST" and row["hidden"]:
+        form.add_error(None, HIDDEN_WHILE_RATING)
+        status = 400
+    elif request.method == "POST":
         if form.is_valid():
             try:
                 staff_services.dispute_resolve(
@@ -361,7 +383,7 @@ def dispute_resolve(request: HttpRequest, dispute_id: int) -> HttpResponse:
                 messages.success(request, f"Dispute {dispute.pk} resolved.")
                 return redirect("staff:disputes")
         status = 400
-    context = {"row": _dispute_rows([dispute])[0], "form": form}
+    context = {"row": _dispute_rows([dispute], request.user)[0] if status == 200 else row, "form": form}
     return render(request, "annotators/staff/dispute_resolve.html", context, status=status)
 
 

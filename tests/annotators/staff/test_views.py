@@ -299,3 +299,37 @@ def test_every_view_of_the_analysis_warns_when_the_fit_did_not_converge(client, 
     assert ("that fit did not converge" in rater_page) is not converged
     api = client.get(f"/api/admin/raters/{rater.pk}/").json()
     assert api["competency_converged"] is converged and api["rater_quality"] == 0.73
+
+
+def test_a_staff_member_rating_the_pair_sees_neither_its_ratings_nor_its_consensus(client, staff, rater, dispute):
+    """SPEC 5, whatever roles the rater also holds: while staff hold an open assignment for a pair,
+    the dispute queue and the rater's page show none of its ratings, and its dispute cannot be
+    resolved (the restore would tell the consensus)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from ratinggame.models import Assignment
+
+    now = timezone.now()
+    held = Assignment.objects.create(
+        rater=staff, pair=dispute.rating.pair, stage="game", served_at=now, expires_at=now + timedelta(hours=1)
+    )
+    client.force_login(staff)
+    queue = client.get(reverse("staff:disputes")).content.decode()
+    assert "You are rating this pair now" in queue
+    assert "Consensus of the others now" not in queue and "Re-scored now" not in queue
+    assert reverse("staff:dispute_resolve", args=[dispute.pk]) not in queue
+    refused = client.post(reverse("staff:dispute_resolve", args=[dispute.pk]), {"decision": "accept", "note": "ok"})
+    assert refused.status_code == 400 and "You are rating this pair now" in refused.content.decode()
+    dispute.refresh_from_db()
+    assert dispute.status == DisputeStatus.OPEN
+    page = client.get(reverse("staff:rater", args=[rater.pk])).content.decode()
+    assert "1 of them is on pairs you are rating now" in page
+    assert "a dog on a red sofa" not in page
+
+    # Once rated (the assignment closed), everything shows again.
+    Assignment.objects.filter(pk=held.pk).update(submitted_at=now)
+    queue = client.get(reverse("staff:disputes")).content.decode()
+    assert "Consensus of the others now</dt><dd>2</dd>" in queue
+    assert "a dog on a red sofa" in client.get(reverse("staff:rater", args=[rater.pk])).content.decode()
