@@ -4,6 +4,7 @@ screen sizes the pages must fit, picture-like images, and a signed-in browser co
 import contextlib
 import hashlib
 import io
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -79,3 +80,14 @@ def inside_viewport(page, selector: str) -> list[str]:
         elif box["y"] + box["height"] > size["height"] + 0.5:
             outside.append(f"{selector}[{index}] at {box} is below the fold of {size}")
     return outside
+
+
+def wait_until(page, expression: str, timeout: float = 10.0) -> None:
+    """Wait until the page's ``expression`` is truthy. Playwright's ``wait_for_function`` polls
+    with ``eval`` inside the page, which the site's Content-Security-Policy (rightly) refuses;
+    ``page.evaluate`` goes through the browser's debugging protocol instead."""
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(expression):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the page never made {expression!r} true in {timeout:g} s")
+        page.wait_for_timeout(50)

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from ratinggame.models import Pool, Rating
-from tests.browser import ARTIFACTS, LAUNCH_ARGS, photo_like_image
+from tests.browser import ARTIFACTS, LAUNCH_ARGS, photo_like_image, wait_until
 from tests.factories import CaptionPairFactory, TutorialPairFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -128,7 +128,7 @@ def test_keyboard_only_tutorial_to_the_game(live_server, chromium_path, settings
             image = page.get_by_alt_text("Image to rate")
             expect(image).to_be_visible()
             # The image may still be arriving on a loaded machine: wait for it, then check its size.
-            page.wait_for_function("document.querySelector('.pair-image').complete")
+            wait_until(page, "document.querySelector('.pair-image').complete")
             assert page.evaluate("document.querySelector('.pair-image').naturalWidth") == 640
             box = image.bounding_box()
             # The image takes the height the rest leaves: all of it on screen, no page to scroll.

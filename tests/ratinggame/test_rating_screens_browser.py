@@ -9,7 +9,7 @@ import pytest
 
 from annotators.models import RaterState
 from ratinggame.models import Pool, Rating
-from tests.browser import ARTIFACTS, SIZES, chromium, inside_viewport, photo_like_image, signed_in
+from tests.browser import ARTIFACTS, SIZES, chromium, inside_viewport, photo_like_image, signed_in, wait_until
 from tests.factories import CaptionPairFactory, ProbationPairFactory, TutorialPairFactory
 from tests.ratinggame.journey_helpers import rater
 
@@ -43,7 +43,7 @@ def test_each_rating_screen_and_its_feedback_fit_one_screen_at_both_sizes(live_s
             for size, options in SIZES.items():
                 page = signed_in(browser, live_server, user, **options)
                 page.goto(f"{live_server.url}/play/{stage}/")
-                page.wait_for_function("document.getElementById('pair-image').complete")
+                wait_until(page, "document.getElementById('pair-image').complete")
                 page.screenshot(path=str(ARTIFACTS / f"rate-{stage}-{size}.png"))
                 problems += [f"{stage} {size}: {p}" for p in inside_viewport(page, ", ".join(ON_SCREEN))]
                 if page.evaluate("document.documentElement.scrollHeight") > options["viewport"]["height"]:
@@ -94,7 +94,7 @@ def test_the_countdown_starts_when_the_image_has_arrived(live_server, chromium_p
         # A slow connection: the picture takes 2.5 s to arrive, longer than the 1 s minimum.
         page.route(re.compile(r"/media/images/"), lambda route: (time.sleep(2.5), route.continue_()))
         page.goto(f"{live_server.url}/play/tutorial/")
-        page.wait_for_function("window.times.enabled !== undefined", timeout=10_000)
+        wait_until(page, "window.times.enabled !== undefined", timeout=10)
         times = page.evaluate("window.times")
     # The server's floor (1 s after serving) passed while the image was on its way; Submit
     # still waited the full second with the image on screen.
@@ -232,7 +232,7 @@ def test_the_rating_guide_opens_beside_the_image_with_one_example_per_level(live
     with chromium(chromium_path) as browser:
         page = signed_in(browser, live_server, user, **SIZES["1280x720"])
         page.goto(f"{live_server.url}/play/tutorial/")
-        page.wait_for_function("document.getElementById('pair-image').complete")
+        wait_until(page, "document.getElementById('pair-image').complete")
         page.keyboard.press("g")
         guide = page.locator("#guide")
         guide.wait_for()
