@@ -78,6 +78,20 @@ def probation_pass_mark(size: int) -> int:
     return math.ceil(PROBATION_PASS_POINTS * size / PROBATION_SIZE)
 
 
+def rules() -> dict[str, int]:
+    """The journey's numbers, for the pages and documents that explain them to people."""
+    return {
+        "tutorial_size": TUTORIAL_SIZE,
+        "tutorial_pass": TUTORIAL_PASS_POINTS,
+        "tutorial_max": 2 * TUTORIAL_SIZE,
+        "probation_size": PROBATION_SIZE,
+        "probation_pass": PROBATION_PASS_POINTS,
+        "probation_max": 2 * PROBATION_SIZE,
+        "window_size": WINDOW_SIZE,
+        "window_needed": WINDOW_NEEDED,
+    }
+
+
 def level_for(points: int) -> int:
     """Game level: 1, then 2 from 250 points, 3 from 1000, 4 from 2000, 5 from 3000."""
     return 1 + sum(points >= threshold for threshold in LEVEL_THRESHOLDS)

@@ -84,14 +84,7 @@ def intro(request: HttpRequest) -> HttpResponse:
             "step": step,
             "steps": Step,
             "min_seconds": journey.min_seconds(step),
-            "rules": {
-                "tutorial_size": journey.TUTORIAL_SIZE,
-                "tutorial_pass": journey.TUTORIAL_PASS_POINTS,
-                "probation_size": journey.PROBATION_SIZE,
-                "probation_pass": journey.PROBATION_PASS_POINTS,
-                "window_size": journey.WINDOW_SIZE,
-                "window_needed": journey.WINDOW_NEEDED,
-            },
+            "rules": journey.rules(),
         },
     )
 

@@ -68,8 +68,18 @@ def _plain(value: object) -> str:
 COLUMNS = (
     ("username", "Rater", _plain, "The rater's username; open it for their timeline, ratings and actions."),
     ("state", "State", _plain, "Where the rater is: tutorial, probation, game or suspended."),
-    ("tutorial_score", "Tutorial", _plain, "Tutorial score out of 20 (the training score); – before it ends."),
-    ("probation_rounds", "Probation rounds", _plain, "Probation rounds started (each one is 20 pairs)."),
+    (
+        "tutorial_score",
+        "Tutorial",
+        _plain,
+        f"Tutorial score out of {2 * journey.TUTORIAL_SIZE} (the training score); – before it ends.",
+    ),
+    (
+        "probation_rounds",
+        "Probation rounds",
+        _plain,
+        f"Probation rounds started (each one is {journey.PROBATION_SIZE} pairs).",
+    ),
     ("game_score", "Game score", _plain, "Game points now (reset to 0 by a failed qualification window)."),
     ("ratings", "Ratings", _plain, "Ratings given, every stage, excluded ones too."),
     ("exact_rate", "Exact", _percent, "Share of compared ratings equal to the reference."),
@@ -228,6 +238,7 @@ def rater_detail(request: HttpRequest, profile_id: int) -> HttpResponse:
         "timeline_svg": svg,
         "recent": recent,
         "recent_hidden": len(rows.rating_id[last]) - len(recent),
+        "tutorial_max": journey.rules()["tutorial_max"],
         "ability": ability,
         "actions": profile.actions.select_related("actor")[:50],
         "disputes": Dispute.objects.filter(rating__rater_id=profile.user_id).select_related("rating")[:50],

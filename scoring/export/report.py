@@ -6,7 +6,7 @@ from django.utils.safestring import mark_safe
 
 from annotators import journey
 from annotators.scale import LEVELS
-from ratinggame.models import Pool
+from ratinggame.models import MAX_HUMAN_RATINGS, MIN_HUMAN_RATINGS, Pool
 from scoring.export.figures import distribution_bars_svg, source_shares_svg
 from scoring.export.stats import AGREEMENT_ROWS, ALL_RATINGS_ROWS, PAPER_TABLE3
 
@@ -161,6 +161,9 @@ def _context(statistics: dict) -> dict:
         "rater_quality": statistics.get("rater_quality") or {},
         "scale_levels": LEVELS,
         "min_seconds": journey.min_seconds(Pool.GAME),
+        "rules": journey.rules(),
+        "min_ratings": MIN_HUMAN_RATINGS,
+        "max_ratings": MAX_HUMAN_RATINGS,
         "priming_model": game.get("PRIMING_MODEL") or "",
     }
 

@@ -118,6 +118,21 @@ def test_every_file_parses_and_the_three_formats_agree(world, tmp_path):
     assert "Objects, a general scene, and actions are correctly identified" in datasheet
 
 
+def test_the_datasheet_states_the_rules_as_the_game_applies_them(world, tmp_path, monkeypatch):
+    # The numbers come from annotators.journey, the one home of SPEC 2: change one there and the
+    # datasheet (and the dataset card, which shares the text) says the new number.
+    from annotators import journey
+
+    monkeypatch.setattr(journey, "WINDOW_SIZE", 12)
+    monkeypatch.setattr(journey, "PROBATION_PASS_POINTS", 27)
+    build(tmp_path / "out")
+    for name in ("datasheet.md", "README.md"):
+        text = (tmp_path / "out" / name).read_text()
+        assert "The first 12 game ratings after each entry into the game must total\n   at least 25 points" in text
+        assert "27 points or more lead to the game" in text
+        assert "Rounds of 20 curated pairs" in text and "collects 3 to 7 ratings" in text
+
+
 FORMULAS = [
     '=HYPERLINK("http://evil.example/x","click")',
     "+cmd|' /C calc'!A0",
