@@ -132,7 +132,7 @@ def note_no_model(pair_ids: list[int]) -> int:
 
 
 def image_loader(pair: CaptionPair) -> Callable[[], Image.Image]:
-    """Opens the pair's stored image; the scorers convert it (scoring.priming.clip_scorer.image_to_rgb)."""
+    """Opens the pair's stored image; the scorers convert it (scoring.priming.images.image_to_rgb)."""
 
     def load() -> Image.Image:
         from PIL import Image as PILImage
