@@ -49,6 +49,9 @@ class ModelRating(models.Model):
     raw_score = models.FloatField()
     value = models.FloatField(help_text="Calibrated rating on the 1-5 scale.")
     calibration = models.ForeignKey(Calibration, null=True, blank=True, on_delete=models.PROTECT)
+    explanation = models.TextField(
+        blank=True, help_text="The model's reason for its score (FLEUR's follow-up answer), when it was asked."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

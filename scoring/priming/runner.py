@@ -31,10 +31,12 @@ backs this up. A re-run or duplicate message therefore never adds a third prime.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -47,15 +49,19 @@ from ratinggame.models import CaptionPair, Pool, PrimingStatus
 from scoring.models import ModelRating
 from scoring.priming import calibration
 from scoring.priming.calibration_service import current_calibration
+from scoring.priming.images import StoredImage
 from scoring.priming.registry import PrimingModels
 from scoring.priming.scorer import PrimingPair, RawScore, Scorer, ScorerLoadError
 
 if TYPE_CHECKING:
-    from PIL import Image
-
     from scoring.models import Calibration
 
 log = logging.getLogger(__name__)
+
+# Batches a long run (manage.py prime_pairs) claims ahead of the one it scores: what a run killed
+# outright leaves stranded until its claims go stale.
+CLAIM_BATCHES = 4
+
 
 NO_MODEL_NOTE = (
     "waiting: no priming model configured (set RATINGGAME_PRIMING_MODEL); "
@@ -131,18 +137,16 @@ def note_no_model(pair_ids: list[int]) -> int:
     return count
 
 
-def image_loader(pair: CaptionPair) -> Callable[[], Image.Image]:
-    """Opens the pair's stored image; the scorers convert it (scoring.priming.images.image_to_rgb)."""
+def image_loader(pair: CaptionPair) -> StoredImage:
+    """The pair's stored image file: scorers open it with Pillow (scoring.priming.images) or
+    decode its bytes on their device. Each call opens the file anew, so threads may share it."""
+    storage, name = pair.image.file.storage, pair.image.file.name
 
-    def load() -> Image.Image:
-        from PIL import Image as PILImage
+    def read() -> bytes:
+        with storage.open(name, "rb") as handle:
+            return handle.read()
 
-        with pair.image.file.open("rb") as handle:
-            image = PILImage.open(handle)
-            image.load()
-        return image
-
-    return load
+    return StoredImage(read=read)
 
 
 def priming_pair(pair: CaptionPair) -> PrimingPair:
@@ -155,42 +159,40 @@ def priming_pair(pair: CaptionPair) -> PrimingPair:
     )
 
 
-def _store(pair_id: int, claimed_at: datetime, slots: list[tuple[str, str, float, Calibration]]) -> bool:
-    """Write the two primes and pair.primes in one transaction, under the pair's row lock."""
-    with transaction.atomic():
-        pair = CaptionPair.objects.select_for_update().get(pk=pair_id)
-        if pair.priming_status != PrimingStatus.RUNNING or pair.priming_claimed_at != claimed_at:
-            return False  # reclaimed by another worker (ours went stale) or already done
-        if ModelRating.objects.filter(pair_id=pair_id).exists():
-            return False
-        values = []
-        for slot, (metric, identity, raw, cal) in enumerate(slots, start=1):
-            value = float(calibration.apply_knots([raw], cal.x_knots, cal.y_knots)[0])
-            ModelRating.objects.create(
-                pair_id=pair_id,
-                slot=slot,
-                model_identity=identity,
-                metric=metric,
-                raw_score=raw,
-                value=value,
-                calibration=cal,
-            )
-            values.append(value)
-        pair.primes = values
-        pair.priming_status = PrimingStatus.DONE
-        pair.priming_error = ""
-        pair.save(update_fields=["primes", "priming_status", "priming_error"])
-    return True
-
-
 def _test_sleep() -> float:
-    # Test-only: seconds to sleep before storing each pair, so a test can kill a worker mid-batch.
+    # Test-only: seconds to sleep before storing each batch, so a test can kill a worker mid-run.
     return float(os.environ.get("RATINGGAME_PRIMING_TEST_SLEEP_SECONDS", "0") or 0)
 
 
-def _test_sleep() -> float:
-    # Test-only: seconds to sleep before storing each pair, so a test can kill a worker mid-batch.
-    return float(os.environ.get("RATINGGAME_PRIMING_TEST_SLEEP_SECONDS", "0") or 0)
+class _Claims:
+    """Claims pairs a chunk at a time, hands them out a batch at a time, and remembers which
+    claimed pairs are not finished yet, to give them back on an interruption."""
+
+    def __init__(self, ids: list[int], batch_size: int, include_failed: bool, chunk: int | None) -> None:
+        self.ids = ids
+        self.batch_size = batch_size
+        self.include_failed = include_failed
+        self.chunk = chunk or max(len(ids), 1)
+        self.open: dict[datetime, set[int]] = {}
+
+    def batches(self) -> Iterator[tuple[list[int], datetime]]:
+        for start in range(0, len(self.ids), self.chunk):
+            claimed, claimed_at = claim(self.ids[start : start + self.chunk], self.include_failed)
+            if claimed:
+                self.open[claimed_at] = set(claimed)
+            for offset in range(0, len(claimed), self.batch_size):
+                yield claimed[offset : offset + self.batch_size], claimed_at
+
+    def finished(self, ids: list[int], claimed_at: datetime) -> None:
+        self.open[claimed_at].difference_update(ids)
+
+    def fail_open(self, message: str) -> int:
+        return sum(fail(sorted(ids), claimed_at, message) for claimed_at, ids in self.open.items())
+
+    def release_open(self) -> None:
+        for claimed_at, ids in self.open.items():
+            if ids:
+                release(sorted(ids), claimed_at)
 
 
 def run_priming(
@@ -200,6 +202,7 @@ def run_priming(
     batch_size: int | None = None,
     include_failed: bool = False,
     progress: Callable[[int], None] | None = None,
+    claim_chunk: int | None = None,
 ) -> dict[str, int]:
     """Prime the claimable pairs among ``pair_ids``; returns counts (primed, failed, skipped, waiting).
 
@@ -207,6 +210,15 @@ def run_priming(
     configured the pairs are only noted as waiting (NO_MODEL_NOTE); a model that cannot be
     loaded is recorded on the claimed pairs. The command loads its models first and passes
     them in. ``include_failed`` also claims pairs whose priming failed before.
+
+    Pairs are claimed ``claim_chunk`` at a time (default: all at once, as a task does, so the
+    sweep sees every pair of a killed task as a stale claim); a long run (the command) claims a
+    few batches ahead, so that a killed run strands only those until they go stale.
+
+    The models score batch k + 1 in a thread while this thread stores batch k: scoring touches
+    no database (it reads image files), storing no model, so on a GPU worker the database
+    writes hide behind the forward passes. An interruption (time limit, SIGTERM, Ctrl-C)
+    gives the claimed pairs that are not stored back at once (pending).
     """
     models = models or PrimingModels.from_settings()
     batch_size = batch_size or models.batch_size
@@ -215,33 +227,51 @@ def run_priming(
     if not models.configured:
         counts["waiting"] = note_no_model(ids)
         return counts
-    ids, claimed_at = claim(ids, include_failed)
-    if not ids:
+    claims = _Claims(ids, batch_size, include_failed, claim_chunk)
+    batches = claims.batches()
+    first = next(batches, None)
+    if first is None:
         return counts
     try:
         scorers = models.scorers()
     except ScorerLoadError as exc:
-        counts["failed"] = fail(ids, claimed_at, f"priming model could not be loaded: {exc}")
+        counts["failed"] = claims.fail_open(f"priming model could not be loaded: {exc}")
         return counts
 
-    done: set[int] = set()
+    scoring = ThreadPoolExecutor(max_workers=1, thread_name_prefix="priming")
     try:
-        for start in range(0, len(ids), batch_size):
-            chunk = ids[start : start + batch_size]
-            result = _prime_batch(scorers, chunk, claimed_at)
-            for key in counts:
-                counts[key] += result[key]
-            done.update(chunk)
-            if progress:
-                progress(len(chunk))
+        waiting: tuple | None = None  # the batch being scored: (ids, claimed_at, pairs, future)
+        for batch_ids, claimed_at in itertools.chain([first], batches):
+            pairs = list(CaptionPair.objects.select_related("image").filter(pk__in=batch_ids).order_by("pk"))
+            items = [priming_pair(pair) for pair in pairs]
+            scored = scoring.submit(lambda items=items: [scorer.score_pairs(items) for scorer in scorers])
+            if waiting is not None:
+                _finish(waiting, scorers, claims, counts, progress)
+            waiting = (batch_ids, claimed_at, pairs, scored)
+        if waiting is not None:
+            _finish(waiting, scorers, claims, counts, progress)
     except BaseException:
         # Retry / time limit / shutdown: hand the unfinished claims back at once.
         try:
-            release([i for i in ids if i not in done], claimed_at)
+            claims.release_open()
         except Exception:  # the DB may be down: the stale claim is then the fallback
             log.warning("could not release priming claims", exc_info=True)
         raise
+    finally:
+        # Waits for a batch still being scored: the scorers are not thread-safe, and the next
+        # task of this worker process will use them.
+        scoring.shutdown(wait=True, cancel_futures=True)
     return counts
+
+
+def _finish(waiting: tuple, scorers: list[Scorer], claims: _Claims, counts: dict, progress) -> None:
+    batch_ids, claimed_at, pairs, scored = waiting
+    result = _store_batch(scorers, pairs, scored.result(), claimed_at)
+    for key in counts:
+        counts[key] += result[key]
+    claims.finished(batch_ids, claimed_at)
+    if progress:
+        progress(len(batch_ids))
 
 
 def slots_for(ranked: list[tuple[Scorer, float]]) -> list[tuple[Scorer, float]]:
@@ -250,10 +280,16 @@ def slots_for(ranked: list[tuple[Scorer, float]]) -> list[tuple[Scorer, float]]:
     return [ranked[-2] if len(ranked) > 1 else ranked[-1], ranked[-1]]
 
 
-def _prime_batch(scorers: list[Scorer], ids: list[int], claimed_at: datetime) -> dict[str, int]:
-    pairs = list(CaptionPair.objects.select_related("image").filter(pk__in=ids).order_by("pk"))
-    items = [priming_pair(pair) for pair in pairs]
-    scores: list[list[RawScore]] = [scorer.score_pairs(items) for scorer in scorers]
+def _store_batch(
+    scorers: list[Scorer], pairs: list[CaptionPair], scores: list[list[RawScore]], claimed_at: datetime
+) -> dict[str, int]:
+    """Fill the two slots of each pair and store the batch's primes in one transaction.
+
+    A scorer's error leaves that scorer out for the pair (logged); the pair fails only when no
+    scorer scored it (its first error, e.g. an undecodable image, is recorded). Under the row
+    locks of the batch's pairs, only pairs still claimed by us and without primes are written:
+    their ModelRating rows in one INSERT, ``pair.primes`` and status in one UPDATE each.
+    """
     calibrations: dict[int, Calibration] = {}
 
     def calibration_of(scorer: Scorer) -> Calibration:
@@ -262,16 +298,59 @@ def _prime_batch(scorers: list[Scorer], ids: list[int], claimed_at: datetime) ->
         return calibrations[id(scorer)]
 
     counts = _counts()
-    sleep = _test_sleep()
+    failures: dict[str, list[int]] = {}
+    slots: dict[int, list[tuple[Scorer, RawScore]]] = {}
     for index, pair in enumerate(pairs):
-        raw = [by_scorer[index] for by_scorer in scores]
-        error = next((score.error for score in raw if score.error), None)
-        ranked = [(scorer, score.value) for scorer, score in zip(scorers, raw, strict=True) if score.value is not None]
-        if error is not None or not ranked:
-            counts["failed"] += fail([pair.pk], claimed_at, error or "no configured scorer applies to this pair")
+        raw = [(scorer, by_scorer[index]) for scorer, by_scorer in zip(scorers, scores, strict=True)]
+        ranked = [(scorer, score) for scorer, score in raw if score.value is not None]
+        errors = [f"{scorer.metric.label}: {score.error}" for scorer, score in raw if score.error]
+        if not ranked:
+            first_error = next((score.error for _, score in raw if score.error), None)
+            failures.setdefault(first_error or "no configured scorer applies to this pair", []).append(pair.pk)
             continue
-        slots = [(scorer.metric, scorer.identity, value, calibration_of(scorer)) for scorer, value in slots_for(ranked)]
-        if sleep:
-            time.sleep(sleep)
-        counts["primed" if _store(pair.pk, claimed_at, slots) else "skipped"] += 1
+        if errors:
+            log.warning("pair %d primed without %s", pair.pk, "; ".join(errors))
+        slots[pair.pk] = slots_for(ranked)
+    for message, ids in failures.items():
+        counts["failed"] += fail(ids, claimed_at, message)
+    if sleep := _test_sleep():
+        time.sleep(sleep)
+    if not slots:
+        return counts
+
+    with transaction.atomic():
+        ours = list(
+            CaptionPair.objects.select_for_update()
+            .filter(pk__in=list(slots), priming_status=PrimingStatus.RUNNING, priming_claimed_at=claimed_at)
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
+        # Reclaimed by another worker (ours went stale) or already primed: left alone.
+        primed = set(ModelRating.objects.filter(pair_id__in=ours).values_list("pair_id", flat=True))
+        mine = [pk for pk in ours if pk not in primed]
+        rows, done = [], []
+        for pk in mine:
+            values = []
+            for slot, (scorer, score) in enumerate(slots[pk], start=1):
+                cal = calibration_of(scorer)
+                value = float(calibration.apply_knots([score.value], cal.x_knots, cal.y_knots)[0])
+                rows.append(
+                    ModelRating(
+                        pair_id=pk,
+                        slot=slot,
+                        model_identity=scorer.identity,
+                        metric=scorer.metric,
+                        raw_score=score.value,
+                        value=value,
+                        explanation=score.explanation,
+                        calibration=cal,
+                    )
+                )
+                values.append(value)
+            done.append(CaptionPair(pk=pk, primes=values))
+        ModelRating.objects.bulk_create(rows)
+        CaptionPair.objects.bulk_update(done, ["primes"])
+        CaptionPair.objects.filter(pk__in=mine).update(priming_status=PrimingStatus.DONE, priming_error="")
+    counts["primed"] += len(mine)
+    counts["skipped"] += len(slots) - len(mine)
     return counts

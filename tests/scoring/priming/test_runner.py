@@ -9,6 +9,7 @@ import io
 import os
 import signal
 import subprocess
+import sys
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -296,6 +297,39 @@ def test_manage_py_prime_pairs_primes_everything_unprimed(priming, capsys):
     assert all(len(p.primes) == 2 for p in CaptionPair.objects.filter(pk__in=[p.pk for p in pairs]))
 
 
+def test_an_interrupted_run_gives_its_claims_back_and_the_next_run_goes_on(priming):
+    pairs = make_pairs([1] * 5)
+    ids = [p.pk for p in pairs]
+    stored_batches = []
+
+    def stop_after_two(n):
+        stored_batches.append(n)
+        if len(stored_batches) == 2:
+            raise KeyboardInterrupt  # what Ctrl-C or the command's SIGTERM handler raises
+
+    with pytest.raises(KeyboardInterrupt):
+        prime_runner.run_priming(ids, batch_size=1, claim_chunk=2, progress=stop_after_two)
+    statuses = list(CaptionPair.objects.filter(pk__in=ids).order_by("pk").values_list("priming_status", flat=True))
+    # Batches 1-2 stored; batch 3 was claimed (with 4, the next chunk) and being scored: given back.
+    assert statuses == ["done", "done", "pending", "pending", "pending"]
+    assert ModelRating.objects.count() == 4
+    assert prime_runner.run_priming(ids, batch_size=2)["primed"] == 3
+    assert sorted(_prime_counts(ids).values()) == [2] * 5
+
+
+def test_a_scorer_that_cannot_score_a_pair_leaves_the_others_to_prime_it(priming, monkeypatch):
+    from scoring.priming.clip_metrics import RefClipS
+    from scoring.priming.scorer import RawScore
+
+    plain = RefClipS.score_pairs
+    monkeypatch.setattr(RefClipS, "score_pairs", lambda self, items: [RawScore(error="boom"), *plain(self, items)[1:]])
+    pairs = make_pairs([1, 1], references=["a dog on grass"])
+    assert prime_runner.run_priming([p.pk for p in pairs])["primed"] == 2
+    # The first pair lost its RefCLIP-S only: CLIP-S fills both slots, as for a pair without references.
+    assert [r[1] for r in primes_of(pairs[0])] == ["clip_s", "clip_s"]
+    assert [r[1] for r in primes_of(pairs[1])] == ["clip_s", "ref_clip_s"]
+
+
 # --- PAC-S, the learned predictor's slot, unusual image modes ---------------------------------
 
 TINY_NAME = "ratinggame-tiny-clip"
@@ -474,6 +508,67 @@ def _prime_counts(ids: list[int]) -> dict[int, int]:
     return counts
 
 
+def _worker_env(priming, tiny_dir, stale_seconds: int) -> dict:
+    """The environment of a worker or command process on this test's PostgreSQL database."""
+    db = connection.settings_dict
+    return {
+        **os.environ,
+        "DATABASE_URL": f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:"
+        f"{db['PORT'] or 5432}/{db['NAME']}",
+        "MEDIA_ROOT": str(priming.MEDIA_ROOT),
+        "RATINGGAME_PRIMING_MODEL": str(tiny_dir),
+        "RATINGGAME_PRIMING_PRETRAINED": "",
+        "RATINGGAME_PRIMING_DEVICE": "cpu",
+        "RATINGGAME_PRIMING_STALE_SECONDS": str(stale_seconds),
+        "DJANGO_SETTINGS_MODULE": "ratinggame.settings",
+    }
+
+
+def _command_start(env: dict, log_path: Path) -> subprocess.Popen:
+    with log_path.open("ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "manage.py", "prime_pairs", "--batch-size", "1"],
+            cwd=Path(__file__).resolve().parents[3],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_the_command_stopped_or_killed_goes_on_where_it_stopped(require_postgres, priming, tiny_dir, tmp_path, how):
+    stale_seconds = 4
+    pairs = make_pairs([1] * 12)
+    ids = [p.pk for p in pairs]
+    env = _worker_env(priming, tiny_dir, stale_seconds)
+    log_path = tmp_path / "command.log"
+    # A slowed-down run (test-only sleep before storing each one-pair batch), stopped after its first pair.
+    command = _command_start({**env, "RATINGGAME_PRIMING_TEST_SLEEP_SECONDS": "1"}, log_path)
+    try:
+        _wait_for(lambda: 2 in _prime_counts(ids).values(), 120, "a first primed pair", log_path)
+        command.send_signal(getattr(signal, how))
+        command.wait(timeout=60)
+    finally:
+        if command.poll() is None:
+            command.kill()
+    counts = _prime_counts(ids)
+    assert set(counts.values()) == {0, 2} and list(counts.values()).count(2) < len(ids)
+    running = CaptionPair.objects.filter(pk__in=ids, priming_status=PrimingStatus.RUNNING).count()
+    if how == "SIGTERM":
+        assert command.returncode == 1 and "interrupted:" in log_path.read_text()
+        assert running == 0  # every claim not stored was given back
+    else:
+        assert 0 < running <= prime_runner.CLAIM_BATCHES  # the batches claimed ahead, until stale
+    # A new run primes what waits; after PRIMING_STALE_SECONDS, the stranded claims too.
+    time.sleep(stale_seconds + 1 if running else 0)
+    rerun = _command_start(env, log_path)
+    assert rerun.wait(timeout=300) == 0, log_path.read_text()[-3000:]
+    assert set(_prime_counts(ids).values()) == {2}
+    assert ModelRating.objects.filter(pair_id__in=ids).count() == 2 * len(ids)
+
+
 @pytest.fixture
 def redis_broker(redis_url):
     import redis
@@ -493,19 +588,7 @@ def test_real_worker_primes_each_pair_exactly_twice_even_when_killed_mid_batch(
 ):
     stale_seconds = 3
     priming.RATINGGAME = {**priming.RATINGGAME, "PRIMING_STALE_SECONDS": stale_seconds}
-    db = connection.settings_dict
-    env = {
-        **os.environ,
-        "CELERY_BROKER_URL": redis_broker,
-        "DATABASE_URL": f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:"
-        f"{db['PORT'] or 5432}/{db['NAME']}",
-        "MEDIA_ROOT": str(priming.MEDIA_ROOT),
-        "RATINGGAME_PRIMING_MODEL": str(tiny_dir),
-        "RATINGGAME_PRIMING_PRETRAINED": "",
-        "RATINGGAME_PRIMING_DEVICE": "cpu",
-        "RATINGGAME_PRIMING_STALE_SECONDS": str(stale_seconds),
-        "DJANGO_SETTINGS_MODULE": "ratinggame.settings",
-    }
+    env = {**_worker_env(priming, tiny_dir, stale_seconds), "CELERY_BROKER_URL": redis_broker}
     log_path = tmp_path / "worker.log"
 
     # 1. Pairs created the normal way are dispatched on commit and primed by the worker.
@@ -522,8 +605,10 @@ def test_real_worker_primes_each_pair_exactly_twice_even_when_killed_mid_batch(
     finally:
         process_group_stop(worker)
 
-    # 2. A slowed-down worker (test-only sleep per pair) is SIGKILLed mid-batch.
-    worker = _start_worker({**env, "RATINGGAME_PRIMING_TEST_SLEEP_SECONDS": "1"}, log_path)
+    # 2. A slowed-down worker (test-only sleep before storing each batch, one pair per batch) is
+    # SIGKILLed mid-run.
+    slowed = {**env, "RATINGGAME_PRIMING_TEST_SLEEP_SECONDS": "1", "RATINGGAME_PRIMING_BATCH_SIZE": "1"}
+    worker = _start_worker(slowed, log_path)
     try:
         batch = make_pairs([2, 2, 2, 2])
         batch_ids = [p.pk for p in batch]
