@@ -8,10 +8,12 @@ Stopped with Ctrl-C or SIGTERM, it gives back the pairs it claimed but did not s
 new run goes on from there; killed outright (SIGKILL), it strands the few batches it had
 claimed ahead until PRIMING_STALE_SECONDS have passed.
 
-Weights: with --model, nothing about the weights is taken from the settings (--pretrained
-and --pacs-checkpoint default to none); without it, the settings' RATINGGAME_PRIMING_MODEL,
-RATINGGAME_PRIMING_PRETRAINED and RATINGGAME_PRIMING_PACS_CHECKPOINT apply, each one
-overridable (an empty value, e.g. --pretrained "", means none).
+Weights: with --model, nothing about the open_clip weights is taken from the settings
+(--pretrained and --pacs-checkpoint default to none); without it, the settings'
+RATINGGAME_PRIMING_MODEL, RATINGGAME_PRIMING_PRETRAINED and RATINGGAME_PRIMING_PACS_CHECKPOINT
+apply, each one overridable (an empty value, e.g. --pretrained "", means none). FLEUR's LLaVA
+model comes from RATINGGAME_PRIMING_FLEUR_MODEL unless --fleur-model names another ("" for
+none); --explain (or RATINGGAME_PRIMING_FLEUR_EXPLAIN) stores its explanations.
 """
 
 import signal
@@ -47,6 +49,15 @@ class Command(BaseCommand):
             help="PAC-S checkpoint file loaded over --model, scored with w = 2.0 "
             "(default: settings, or none when --model is given)",
         )
+        parser.add_argument(
+            "--fleur-model",
+            help="LLaVA model folder (or hub name) for FLEUR and RefFLEUR (default: settings; \"\" means none)",
+        )
+        parser.add_argument(
+            "--explain",
+            action="store_true",
+            help="store FLEUR's explanation with each FLEUR prime (a second, slower generation per pair)",
+        )
         parser.add_argument("--batch-size", type=positive_int, help="pairs per encoder batch")
         parser.add_argument("--device", help="cpu, cuda, cuda:1 ... (default: settings, else CUDA when available)")
         parser.add_argument(
@@ -66,6 +77,10 @@ class Command(BaseCommand):
                 name: getattr(settings_models, name) if options[name] is None else options[name] or None
                 for name in ("pretrained", "pacs_checkpoint")
             }
+        if options["fleur_model"] is not None:
+            chosen["fleur_model"] = options["fleur_model"]
+        if options["explain"]:
+            chosen["fleur_explain"] = True
         if options["device"]:
             chosen["device"] = options["device"]
         if options["batch_size"]:
@@ -75,7 +90,10 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         models = self.models(options)
         if not models.configured:
-            raise CommandError("no model: pass --model or set RATINGGAME_PRIMING_MODEL")
+            raise CommandError(
+                "no model: pass --model or --fleur-model, or set RATINGGAME_PRIMING_MODEL or "
+                "RATINGGAME_PRIMING_FLEUR_MODEL"
+            )
         try:
             scorers = models.scorers()
         except ScorerLoadError as exc:

@@ -317,17 +317,69 @@ def test_an_interrupted_run_gives_its_claims_back_and_the_next_run_goes_on(primi
     assert sorted(_prime_counts(ids).values()) == [2] * 5
 
 
-def test_a_scorer_that_cannot_score_a_pair_leaves_the_others_to_prime_it(priming, monkeypatch):
-    from scoring.priming.clip_metrics import RefClipS
-    from scoring.priming.scorer import RawScore
+# --- FLEUR and RefFLEUR ----------------------------------------------------------------------
 
-    plain = RefClipS.score_pairs
-    monkeypatch.setattr(RefClipS, "score_pairs", lambda self, items: [RawScore(error="boom"), *plain(self, items)[1:]])
-    pairs = make_pairs([1, 1], references=["a dog on grass"])
-    assert prime_runner.run_priming([p.pk for p in pairs])["primed"] == 2
-    # The first pair lost its RefCLIP-S only: CLIP-S fills both slots, as for a pair without references.
-    assert [r[1] for r in primes_of(pairs[0])] == ["clip_s", "clip_s"]
-    assert [r[1] for r in primes_of(pairs[1])] == ["clip_s", "ref_clip_s"]
+
+@pytest.fixture
+def with_fleur(priming, tiny_llava_dir):
+    priming.RATINGGAME = {**priming.RATINGGAME, "PRIMING_FLEUR_MODEL": str(tiny_llava_dir)}
+    loaded_models_clear()
+    yield priming
+    loaded_models_clear()
+
+
+def test_fleur_takes_its_slots_from_the_registrys_order(with_fleur):
+    plain = make_pairs([1])
+    with_refs = make_pairs([1], references=["a dog on grass", "a brown dog"])
+    assert prime_pairs.delay([p.pk for p in plain + with_refs]).get()["primed"] == 2
+    # Least to most trusted: CLIP-S, RefCLIP-S, FLEUR, RefFLEUR (the predictor is not active).
+    assert [r[1] for r in primes_of(plain[0])] == ["clip_s", "fleur"]
+    assert [r[1] for r in primes_of(with_refs[0])] == ["fleur", "ref_fleur"]
+    for row in ModelRating.objects.filter(metric__in=["fleur", "ref_fleur"]):
+        # The tiny LLaVA answers "0.85" with digit probabilities that smooth to ~0.70.
+        assert 0.6 < row.raw_score < 0.8
+        assert row.value == pytest.approx(1 + 4 * row.raw_score)  # the default map: 0 -> 1, 1 -> 5
+        assert row.calibration.method == Calibration.Method.DEFAULT
+        assert row.model_identity.startswith(str(with_fleur.RATINGGAME["PRIMING_FLEUR_MODEL"]))
+        assert row.explanation == ""  # not asked for
+
+
+def test_explanations_are_stored_with_the_fleur_primes_on_request(with_fleur, capsys):
+    pairs = make_pairs([1]) + make_pairs([1], references=["a dog on grass"])
+    call_command("prime_pairs", "--explain")
+    assert "2 pair(s): 2 primed" in capsys.readouterr().out
+    explained = dict(ModelRating.objects.values_list("metric", "explanation").distinct())
+    # The tiny LLaVA answers its follow-up question ("Why? Tell me the reason.") with "0.85" too.
+    assert explained == {"clip_s": "", "fleur": "0.85", "ref_fleur": "0.85"}
+    assert set(CaptionPair.objects.filter(pk__in=[p.pk for p in pairs]).values_list("priming_status", flat=True)) == {
+        PrimingStatus.DONE
+    }
+
+
+def test_pairs_are_primed_without_fleur_when_the_model_does_not_answer_with_a_score(priming, tmp_path, caplog):
+    from tests.scoring.priming.tiny_llava import save_tiny_llava
+
+    rambling = save_tiny_llava(tmp_path / "random-llava", answer=False)
+    priming.RATINGGAME = {**priming.RATINGGAME, "PRIMING_FLEUR_MODEL": str(rambling)}
+    loaded_models_clear()
+    (pair,) = make_pairs([1])
+    assert prime_runner.run_priming([pair.pk])["primed"] == 1
+    assert [r[1] for r in primes_of(pair)] == ["clip_s", "clip_s"]
+    assert "primed without FLEUR: the model's answer" in caplog.text
+
+
+def test_a_bad_fleur_model_stops_the_command_before_any_pair_changes(priming, tmp_path):
+    from django.core.management import CommandError
+
+    make_pairs([1, 1])
+    before = list(CaptionPair.objects.order_by("pk").values("priming_status", "priming_error", "priming_claimed_at"))
+    with pytest.raises(CommandError) as caught:
+        call_command("prime_pairs", "--fleur-model", str(tmp_path / "no-such-llava"))
+    assert "no pair was changed" in str(caught.value) and "FLEUR model folder not found" in str(caught.value)
+    assert list(CaptionPair.objects.order_by("pk").values("priming_status", "priming_error", "priming_claimed_at")) == (
+        before
+    )
+    assert not ModelRating.objects.exists()
 
 
 # --- PAC-S, the learned predictor's slot, unusual image modes ---------------------------------
