@@ -17,6 +17,10 @@ class Metric(models.TextChoices):
     DEMO = "demo", "Demo (the level the caption was written for)"
 
 
+# Metrics whose primes may carry the model's explanation (ModelRating.explanation).
+EXPLAINED_METRICS = frozenset({Metric.FLEUR, Metric.REF_FLEUR})
+
+
 class Calibration(models.Model):
     """A monotone map from a model's raw score to the 1-5 scale (SPEC section 4)."""
 

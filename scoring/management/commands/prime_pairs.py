@@ -51,7 +51,7 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--fleur-model",
-            help="LLaVA model folder (or hub name) for FLEUR and RefFLEUR (default: settings; \"\" means none)",
+            help='LLaVA model folder (or hub name) for FLEUR and RefFLEUR (default: settings; "" means none)',
         )
         parser.add_argument(
             "--explain",
