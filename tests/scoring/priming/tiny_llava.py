@@ -105,7 +105,7 @@ def save_tiny_llava(directory: Path, *, answer: bool = True, seed: int = 0, spli
     torch.manual_seed(seed)
     model = LlavaForConditionalGeneration(config).eval()
     if answer:
-        _teach_answer(model, tokenizer)
+        teach_answer(model, tokenizer)
     processor = LlavaProcessor(
         image_processor=LlavaImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}),
         tokenizer=tokenizer,
@@ -140,21 +140,25 @@ def answer_logits(vocab_size: int, token_of) -> dict:
     }
 
 
-def _teach_answer(model, tokenizer) -> None:
+def teach_answer(model, tokenizer, gain: float = BLOCK_GAIN) -> None:
+    """Set the weights that make ``model`` (a LLaVA over Llama, any size) answer "0.85" (module
+    docstring); the blocks' output projections are multiplied by ``gain``."""
     import torch
 
     language = model.model.language_model
     width = language.config.hidden_size
     with torch.no_grad():
         for layer in language.layers:
-            layer.self_attn.o_proj.weight.mul_(BLOCK_GAIN)
-            layer.mlp.down_proj.weight.mul_(BLOCK_GAIN)
-        steps = answer_logits(len(tokenizer), tokenizer.convert_tokens_to_ids)
+            layer.self_attn.o_proj.weight.mul_(gain)
+            layer.mlp.down_proj.weight.mul_(gain)
+        steps = answer_logits(model.lm_head.weight.shape[0], tokenizer.convert_tokens_to_ids)
         generator = torch.Generator().manual_seed(1)
         directions, _ = torch.linalg.qr(torch.randn(width, len(steps), generator=generator))
-        head = torch.zeros_like(model.lm_head.weight)
+        head = torch.zeros_like(model.lm_head.weight, dtype=torch.float32)
+        directions = directions.to(head.device)
         for column, (token, logits) in enumerate(steps.items()):
             direction = directions[:, column]
+            logits = logits.to(head.device)
             # RMS-normalised, sqrt(width) * a unit vector is itself: the final norm leaves it be.
             language.embed_tokens.weight[tokenizer.convert_tokens_to_ids(token)] = direction * width**0.5
             head += torch.outer(logits, direction) / width**0.5
