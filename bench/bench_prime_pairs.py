@@ -100,7 +100,7 @@ def rows_insert(*, images: int, pairs: int, files: int, first: int) -> list[int]
             for field in CaptionPair._meta.concrete_fields
             if not field.primary_key and field.name not in {"image", "caption", "created_at", "pool", "priming_status"}
         }
-        columns = ", ".join(defaults)
+        columns = ", ".join(f'"{column}"' for column in defaults)  # "references" is an SQL keyword
         placeholders = ", ".join(["%s"] * len(defaults))
         cursor.execute(
             f"INSERT INTO {pair_table} (image_id, caption, pool, priming_status, created_at, {columns}) "  # noqa: S608 - names from the model

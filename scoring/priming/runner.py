@@ -32,6 +32,7 @@ backs this up. A re-run or duplicate message therefore never adds a third prime.
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import os
 import time
@@ -45,7 +46,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from ratinggame.models import CaptionPair, Pool, PrimingStatus
+from ratinggame.models import CaptionPair, Image, Pool, PrimingStatus
 from scoring.models import ModelRating
 from scoring.priming import calibration
 from scoring.priming.calibration_service import current_calibration
@@ -137,10 +138,10 @@ def note_no_model(pair_ids: list[int]) -> int:
     return count
 
 
-def image_loader(pair: CaptionPair) -> StoredImage:
-    """The pair's stored image file: scorers open it with Pillow (scoring.priming.images) or
-    decode its bytes on their device. Each call opens the file anew, so threads may share it."""
-    storage, name = pair.image.file.storage, pair.image.file.name
+def stored_image(name: str) -> StoredImage:
+    """An image file in storage: scorers open it with Pillow (scoring.priming.images) or decode
+    its bytes on their device. Each read opens the file anew, so threads may share it."""
+    storage = Image._meta.get_field("file").storage
 
     def read() -> bytes:
         with storage.open(name, "rb") as handle:
@@ -149,14 +150,22 @@ def image_loader(pair: CaptionPair) -> StoredImage:
     return StoredImage(read=read)
 
 
-def priming_pair(pair: CaptionPair) -> PrimingPair:
-    return PrimingPair(
-        pk=pair.pk,
-        image_key=pair.image.sha256,
-        load_image=image_loader(pair),
-        caption=pair.caption,
-        references=tuple(pair.references or ()),
+def image_loader(pair: CaptionPair) -> StoredImage:
+    return stored_image(pair.image.file.name)
+
+
+def priming_pairs(pair_ids: list[int]) -> list[PrimingPair]:
+    """The pairs to score, by id. Plain rows, not model instances: at a GPU's pace the ORM's
+    instances of a pair and its image would cost more than the scoring."""
+    rows = (
+        CaptionPair.objects.filter(pk__in=pair_ids)
+        .order_by("pk")
+        .values_list("pk", "image__sha256", "image__file", "caption", "references")
     )
+    return [
+        PrimingPair(pk=pk, image_key=sha, load_image=stored_image(name), caption=caption, references=tuple(refs or ()))
+        for pk, sha, name, caption, refs in rows
+    ]
 
 
 def _test_sleep() -> float:
@@ -239,17 +248,17 @@ def run_priming(
         return counts
 
     scoring = ThreadPoolExecutor(max_workers=1, thread_name_prefix="priming")
+    calibrations = _Calibrations()
     try:
         waiting: tuple | None = None  # the batch being scored: (ids, claimed_at, pairs, future)
         for batch_ids, claimed_at in itertools.chain([first], batches):
-            pairs = list(CaptionPair.objects.select_related("image").filter(pk__in=batch_ids).order_by("pk"))
-            items = [priming_pair(pair) for pair in pairs]
-            scored = scoring.submit(lambda items=items: [scorer.score_pairs(items) for scorer in scorers])
+            pairs = priming_pairs(batch_ids)
+            scored = scoring.submit(lambda pairs=pairs: [scorer.score_pairs(pairs) for scorer in scorers])
             if waiting is not None:
-                _finish(waiting, scorers, claims, counts, progress)
+                _finish(waiting, scorers, calibrations, claims, counts, progress)
             waiting = (batch_ids, claimed_at, pairs, scored)
         if waiting is not None:
-            _finish(waiting, scorers, claims, counts, progress)
+            _finish(waiting, scorers, calibrations, claims, counts, progress)
     except BaseException:
         # Retry / time limit / shutdown: hand the unfinished claims back at once.
         try:
@@ -264,9 +273,11 @@ def run_priming(
     return counts
 
 
-def _finish(waiting: tuple, scorers: list[Scorer], claims: _Claims, counts: dict, progress) -> None:
+def _finish(
+    waiting: tuple, scorers: list[Scorer], calibrations: _Calibrations, claims: _Claims, counts: dict, progress
+) -> None:
     batch_ids, claimed_at, pairs, scored = waiting
-    result = _store_batch(scorers, pairs, scored.result(), claimed_at)
+    result = _store_batch(scorers, calibrations, pairs, scored.result(), claimed_at)
     for key in counts:
         counts[key] += result[key]
     claims.finished(batch_ids, claimed_at)
@@ -280,23 +291,46 @@ def slots_for(ranked: list[tuple[Scorer, float]]) -> list[tuple[Scorer, float]]:
     return [ranked[-2] if len(ranked) > 1 else ranked[-1], ranked[-1]]
 
 
+class _Calibrations:
+    """The current calibration of each scorer, read once per run (a refit during the run applies
+    from the next run, as it applies to no prime already stored)."""
+
+    def __init__(self) -> None:
+        self._by_scorer: dict[int, Calibration] = {}
+
+    def of(self, scorer: Scorer) -> Calibration:
+        if id(scorer) not in self._by_scorer:
+            self._by_scorer[id(scorer)] = current_calibration(scorer.metric, scorer.identity, scorer.default_knots())
+        return self._by_scorer[id(scorer)]
+
+    def apply(self, raw: list[tuple[Scorer, float]]) -> list[float]:
+        """The 1-5 ratings of raw scores, each through its scorer's calibration (one call each)."""
+        by_scorer: dict[int, list[int]] = {}
+        for index, (scorer, _) in enumerate(raw):
+            by_scorer.setdefault(id(scorer), []).append(index)
+        out = [0.0] * len(raw)
+        for indices in by_scorer.values():
+            cal = self.of(raw[indices[0]][0])
+            values = calibration.apply_knots([raw[i][1] for i in indices], cal.x_knots, cal.y_knots)
+            for i, value in zip(indices, values, strict=True):
+                out[i] = float(value)
+        return out
+
+
 def _store_batch(
-    scorers: list[Scorer], pairs: list[CaptionPair], scores: list[list[RawScore]], claimed_at: datetime
+    scorers: list[Scorer],
+    calibrations: _Calibrations,
+    pairs: list[PrimingPair],
+    scores: list[list[RawScore]],
+    claimed_at: datetime,
 ) -> dict[str, int]:
     """Fill the two slots of each pair and store the batch's primes in one transaction.
 
     A scorer's error leaves that scorer out for the pair (logged); the pair fails only when no
     scorer scored it (its first error, e.g. an undecodable image, is recorded). Under the row
     locks of the batch's pairs, only pairs still claimed by us and without primes are written:
-    their ModelRating rows in one INSERT, ``pair.primes`` and status in one UPDATE each.
+    their ModelRating rows in one INSERT, ``pair.primes`` and status in one UPDATE.
     """
-    calibrations: dict[int, Calibration] = {}
-
-    def calibration_of(scorer: Scorer) -> Calibration:
-        if id(scorer) not in calibrations:
-            calibrations[id(scorer)] = current_calibration(scorer.metric, scorer.identity, scorer.default_knots())
-        return calibrations[id(scorer)]
-
     counts = _counts()
     failures: dict[str, list[int]] = {}
     slots: dict[int, list[tuple[Scorer, RawScore]]] = {}
@@ -328,29 +362,63 @@ def _store_batch(
         # Reclaimed by another worker (ours went stale) or already primed: left alone.
         primed = set(ModelRating.objects.filter(pair_id__in=ours).values_list("pair_id", flat=True))
         mine = [pk for pk in ours if pk not in primed]
-        rows, done = [], []
-        for pk in mine:
-            values = []
-            for slot, (scorer, score) in enumerate(slots[pk], start=1):
-                cal = calibration_of(scorer)
-                value = float(calibration.apply_knots([score.value], cal.x_knots, cal.y_knots)[0])
-                rows.append(
-                    ModelRating(
-                        pair_id=pk,
-                        slot=slot,
-                        model_identity=scorer.identity,
-                        metric=scorer.metric,
-                        raw_score=score.value,
-                        value=value,
-                        explanation=score.explanation,
-                        calibration=cal,
-                    )
-                )
-                values.append(value)
-            done.append(CaptionPair(pk=pk, primes=values))
-        ModelRating.objects.bulk_create(rows)
-        CaptionPair.objects.bulk_update(done, ["primes"])
-        CaptionPair.objects.filter(pk__in=mine).update(priming_status=PrimingStatus.DONE, priming_error="")
+        slotted = [(pk, slot, scorer, score) for pk in mine for slot, (scorer, score) in enumerate(slots[pk], start=1)]
+        values = calibrations.apply([(scorer, score.value) for _, _, scorer, score in slotted])
+        _model_ratings_insert(
+            [
+                (pk, slot, scorer.identity, scorer.metric, score.value, value, score.explanation, cal.pk)
+                for (pk, slot, scorer, score), value in zip(slotted, values, strict=True)
+                if (cal := calibrations.of(scorer))
+            ]
+        )
+        primes: dict[int, list[float]] = {}
+        for (pk, *_), value in zip(slotted, values, strict=True):
+            primes.setdefault(pk, []).append(value)
+        _primes_write(primes)
     counts["primed"] += len(mine)
     counts["skipped"] += len(slots) - len(mine)
     return counts
+
+
+# The ModelRating rows and pair.primes of a batch are written in SQL, not through bulk_create and
+# bulk_update: their per-row Python (model instances, a CASE expression per pair for bulk_update)
+# costs more than a GPU takes to score the pair, and the database would become the bottleneck.
+# Both statements are read by PostgreSQL and SQLite (3.33+, for UPDATE ... FROM); statements are
+# cut to the backend's limit on query parameters.
+_MODEL_RATING_FIELDS = ("pair", "slot", "model_identity", "metric", "raw_score", "value", "explanation", "calibration")
+
+
+def _statements(rows: list, width: int) -> Iterator[list]:
+    size = max(1, connection.ops.bulk_batch_size(["x"] * width, rows))
+    for start in range(0, len(rows), size):
+        yield rows[start : start + size]
+
+
+def _model_ratings_insert(rows: list[tuple]) -> None:
+    """INSERT ModelRating rows given as tuples of _MODEL_RATING_FIELDS (created_at is now)."""
+    quote = connection.ops.quote_name
+    fields = [ModelRating._meta.get_field(name) for name in (*_MODEL_RATING_FIELDS, "created_at")]
+    columns = ", ".join(quote(field.column) for field in fields)
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    with connection.cursor() as cursor:
+        for chunk in _statements(rows, len(fields)):
+            placeholders = ", ".join(["(" + ", ".join(["%s"] * len(fields)) + ")"] * len(chunk))
+            cursor.execute(
+                f"INSERT INTO {quote(ModelRating._meta.db_table)} ({columns}) VALUES {placeholders}",  # noqa: S608 - names from the model
+                [value for row in chunk for value in (*row, now)],
+            )
+
+
+def _primes_write(primes: dict[int, list[float]]) -> None:
+    """Set pair.primes and status done of many pairs in one UPDATE ... FROM (VALUES ...); VALUES
+    names its columns column1, column2 in PostgreSQL and SQLite alike."""
+    table = connection.ops.quote_name(CaptionPair._meta.db_table)
+    as_json = "::jsonb" if connection.vendor == "postgresql" else ""
+    with connection.cursor() as cursor:
+        for chunk in _statements(list(primes.items()), 2):
+            rows = ", ".join(["(%s, %s)"] * len(chunk))
+            cursor.execute(
+                f"UPDATE {table} SET primes = v.column2{as_json}, priming_status = %s, priming_error = '' "  # noqa: S608 - names from the model
+                f"FROM (VALUES {rows}) AS v WHERE {table}.id = v.column1",
+                [PrimingStatus.DONE, *itertools.chain.from_iterable((pk, json.dumps(v)) for pk, v in chunk)],
+            )

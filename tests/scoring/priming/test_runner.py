@@ -297,6 +297,20 @@ def test_manage_py_prime_pairs_primes_everything_unprimed(priming, capsys):
     assert all(len(p.primes) == 2 for p in CaptionPair.objects.filter(pk__in=[p.pk for p in pairs]))
 
 
+def test_a_batch_is_stored_whole_across_statements(priming):
+    from django.db import connection
+
+    pairs = make_pairs([2] * 60)
+    # 240 prime rows of 9 values: more than one INSERT holds on SQLite (999 query parameters).
+    assert connection.vendor != "sqlite" or connection.ops.bulk_batch_size(["x"] * 9, [None] * 240) < 240
+    assert prime_runner.run_priming([p.pk for p in pairs], batch_size=120)["primed"] == 120
+    rows = ModelRating.objects.filter(pair__in=pairs)
+    assert rows.count() == 240
+    assert all(row.value == pytest.approx(hand_default(row.raw_score)) for row in rows)
+    for pair in CaptionPair.objects.filter(pk__in=[p.pk for p in pairs]):
+        assert pair.priming_status == PrimingStatus.DONE and pair.primes == [r[3] for r in primes_of(pair)]
+
+
 def test_an_interrupted_run_gives_its_claims_back_and_the_next_run_goes_on(priming):
     pairs = make_pairs([1] * 5)
     ids = [p.pk for p in pairs]
