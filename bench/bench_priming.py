@@ -257,7 +257,7 @@ def main() -> None:
         ("(a)/(b)  (goal >= 1.3x)", "a", "b", "x", 1),
         ("(a)/(b')", "a", "b2", "x", 1),
         ("(a)/(a0) device decode over CPU decode", "a", "a0", "x", 1),
-        (f"(a)/(c)  {device} path's share of the forward-pass bound", "a", "c", "%", 100),
+        (f"(a)/(c)  device-decode path's share of the bound ({device})", "a", "c", "%", 100),
         ("(a0)/(c) CPU-decode path's share of the bound", "a0", "c", "%", 100),
         ("(a)/(c') of the bound with untrimmed text", "a", "c2", "%", 100),
     ]

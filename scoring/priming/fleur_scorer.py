@@ -87,7 +87,7 @@ class FleurScorer:
         tokenizer = processor.tokenizer
         self.digits, self.dot = fleur.digit_tokens(
             lambda text: tokenizer.encode(text, add_special_tokens=False),
-            lambda ids: tokenizer.decode(ids),
+            tokenizer.decode,
         )
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         eos = model.generation_config.eos_token_id

@@ -12,8 +12,12 @@ the order of ``scoring.priming.registry.SCORERS``:
     no references, predictor:      slot 1 CLIP-S,     slot 2 predictor
     references and predictor:      slot 1 RefCLIP-S,  slot 2 predictor
 
-(PAC-S takes CLIP-S's place when a PAC-S checkpoint is configured.) Every raw score goes
-through the current calibration of its metric and scorer (scoring.priming.calibration_service).
+(PAC-S takes CLIP-S's place when a PAC-S checkpoint is configured.) With a FLEUR model, FLEUR
+and RefFLEUR rank above the CLIP family: slot 1 CLIP-S and slot 2 FLEUR without references,
+slot 1 FLEUR and slot 2 RefFLEUR with them, and under an active predictor slot 1 FLEUR (or
+RefFLEUR). A scorer that cannot score a pair (FLEUR's answer was not a number) is left out for
+that pair. Every raw score goes through the current calibration of its metric and scorer
+(scoring.priming.calibration_service).
 
 No model configured: nothing is claimed; the pending pairs stay pending with a note in
 ``priming_error`` (NO_MODEL_NOTE) that the admin list shows. The periodic sweep keeps
@@ -43,7 +47,7 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from ratinggame.models import CaptionPair, Image, Pool, PrimingStatus
@@ -353,15 +357,14 @@ def _store_batch(
         return counts
 
     with transaction.atomic():
-        ours = list(
+        # Reclaimed by another worker (ours went stale) or already primed: left alone.
+        mine = list(
             CaptionPair.objects.select_for_update()
             .filter(pk__in=list(slots), priming_status=PrimingStatus.RUNNING, priming_claimed_at=claimed_at)
+            .exclude(Exists(ModelRating.objects.filter(pair=OuterRef("pk"))))
             .order_by("pk")
             .values_list("pk", flat=True)
         )
-        # Reclaimed by another worker (ours went stale) or already primed: left alone.
-        primed = set(ModelRating.objects.filter(pair_id__in=ours).values_list("pair_id", flat=True))
-        mine = [pk for pk in ours if pk not in primed]
         slotted = [(pk, slot, scorer, score) for pk in mine for slot, (scorer, score) in enumerate(slots[pk], start=1)]
         values = calibrations.apply([(scorer, score.value) for _, _, scorer, score in slotted])
         _model_ratings_insert(
