@@ -104,7 +104,7 @@ def rows_insert(*, images: int, pairs: int, files: int, first: int) -> list[int]
         placeholders = ", ".join(["%s"] * len(defaults))
         cursor.execute(
             f"INSERT INTO {pair_table} (image_id, caption, pool, priming_status, created_at, {columns}) "  # noqa: S608 - names from the model
-            f"SELECT %s + (g::bigint * %s / %s), 'a man riding a red bike next to a bus on a city street, photo ' || g, "
+            f"SELECT %s + (g::bigint * %s / %s), 'a man riding a red bike next to a bus in a city street ' || g, "
             f"%s, %s, now(), {placeholders} FROM generate_series(0, %s) AS g ORDER BY g RETURNING id",
             [image_ids[0], images, pairs, Pool.GAME, PrimingStatus.PENDING, *defaults.values(), pairs - 1],
         )
