@@ -10,7 +10,7 @@ reports and repairs any drift).
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
 from annotators.admin import ReadOnlyAdmin
@@ -101,6 +101,10 @@ class ImageAdmin(admin.ModelAdmin):
         return thumbnail(obj, 400)
 
 
+def _scores(prime) -> tuple[str, str]:
+    return f"{prime.raw_score:.4f}", f"{prime.value:.2f}"
+
+
 class CaptionPairForm(forms.ModelForm):
     # No min/max on the field itself: the range is checked by the importer's rule
     # (clean_expert_rating), so the admin gives the same "outside 1-5" message, not the
@@ -145,6 +149,7 @@ class CaptionPairAdmin(admin.ModelAdmin):
         "in_flight",
         "assign_rank",
         "primes",
+        "model_primes",
         "priming_status",
         "priming_error",
     ]
@@ -172,6 +177,23 @@ class CaptionPairAdmin(admin.ModelAdmin):
     @admin.display(description="Image")
     def preview(self, obj):
         return thumbnail(obj.image, 60)
+
+    @admin.display(description="Model primes")
+    def model_primes(self, obj):
+        """Each prime's model, scores and, for FLEUR when it was asked, the model's explanation."""
+        primes = list(obj.model_ratings.order_by("slot")) if obj.pk else []
+        if not primes:
+            return "-"
+        rows = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{}<br><small>{}</small></td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            ((p.slot, p.get_metric_display(), p.model_identity, *_scores(p), p.explanation) for p in primes),
+        )
+        return format_html(
+            "<table><thead><tr><th>Slot</th><th>Model</th><th>Raw score</th><th>Rating</th><th>Explanation</th>"
+            "</tr></thead><tbody>{}</tbody></table>",
+            rows,
+        )
 
     @admin.display(description="Priming", ordering="priming_status")
     def priming(self, obj):

@@ -242,6 +242,12 @@ RATINGGAME = {
     # Empty: CUDA when available, else CPU. Batch: pairs scored per encoder batch.
     "PRIMING_DEVICE": env_str("RATINGGAME_PRIMING_DEVICE", ""),
     "PRIMING_BATCH_SIZE": env_int("RATINGGAME_PRIMING_BATCH_SIZE", 64),
+    # FLEUR and RefFLEUR: a LLaVA model (transformers' layout) in a local folder, or a hub name
+    # where a hub is reachable; empty: no FLEUR. Its batch is smaller (a 7B-13B model). EXPLAIN:
+    # each FLEUR prime also gets the model's explanation (slow: a second, longer generation).
+    "PRIMING_FLEUR_MODEL": env_str("RATINGGAME_PRIMING_FLEUR_MODEL", ""),
+    "PRIMING_FLEUR_BATCH_SIZE": env_int("RATINGGAME_PRIMING_FLEUR_BATCH_SIZE", 8),
+    "PRIMING_FLEUR_EXPLAIN": env_bool("RATINGGAME_PRIMING_FLEUR_EXPLAIN", False),
     # A running claim older than this is taken over by another worker (or re-queued by the
     # sweep): must exceed prime_pairs' hard time limit (660 s). Shortened only by tests.
     "PRIMING_STALE_SECONDS": env_int("RATINGGAME_PRIMING_STALE_SECONDS", 900),

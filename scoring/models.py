@@ -17,6 +17,10 @@ class Metric(models.TextChoices):
     DEMO = "demo", "Demo (the level the caption was written for)"
 
 
+# Metrics whose primes may carry the model's explanation (ModelRating.explanation).
+EXPLAINED_METRICS = frozenset({Metric.FLEUR, Metric.REF_FLEUR})
+
+
 class Calibration(models.Model):
     """A monotone map from a model's raw score to the 1-5 scale (SPEC section 4)."""
 
@@ -49,6 +53,9 @@ class ModelRating(models.Model):
     raw_score = models.FloatField()
     value = models.FloatField(help_text="Calibrated rating on the 1-5 scale.")
     calibration = models.ForeignKey(Calibration, null=True, blank=True, on_delete=models.PROTECT)
+    explanation = models.TextField(
+        blank=True, help_text="The model's reason for its score (FLEUR's follow-up answer), when it was asked."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -3,7 +3,8 @@
 `export_build` writes one bundle into a folder:
 
 - ``pairs.<fmt>``: one row per exported pair (image, caption, source, split, the human
-  ratings' count / mean / rounded consensus / sd, each stored model score raw and calibrated);
+  ratings' count / mean / rounded consensus / sd, each stored model score raw and calibrated,
+  and beside FLEUR's scores the model's explanation where it gave one);
 - ``ratings.<fmt>``: one row per exported human rating (pseudonymous rater, time, seconds spent);
 - ``statistics.json``: the virtual-rater agreement report, distributions, counts, splits and
   the metric-correlation table;
@@ -214,6 +215,7 @@ def export_statistics(
                 "model_identity": column.model_identity,
                 "column_raw": f"score__{column.stem}__raw",
                 "column_calibrated": f"score__{column.stem}__calibrated",
+                **({"column_explanation": f"score__{column.stem}__explanation"} if column.explained else {}),
                 "pairs": len(by_pair),
             }
         )
@@ -301,7 +303,15 @@ def _pair_table(
             (f"score__{column.stem}__raw", "float", RAW_SCORE_DIGITS),
             (f"score__{column.stem}__calibrated", "float", CALIBRATED_DIGITS),
         ]
-    score_maps = [data.model_scores[(column.metric, column.model_identity)] for column in data.model_columns]
+        if column.explained:
+            columns.append((f"score__{column.stem}__explanation", "str"))
+    score_maps = [
+        (
+            data.model_scores[(column.metric, column.model_identity)],
+            data.model_explanations.get((column.metric, column.model_identity), {}) if column.explained else None,
+        )
+        for column in data.model_columns
+    ]
     rows = []
     for pair in data.pairs:
         mean, consensus, sd = summaries[pair.id]
@@ -321,8 +331,10 @@ def _pair_table(
             aggregate.labels.get(pair.id) if aggregate else None,
             aggregate.posterior.get(pair.id) if aggregate else None,
         ]
-        for by_pair in score_maps:
+        for by_pair, explanations in score_maps:
             row.extend(by_pair.get(pair.id, (None, None)))
+            if explanations is not None:
+                row.append(explanations.get(pair.id))
         rows.append(tuple(row))
     return columns, rows
 

@@ -20,7 +20,7 @@ from django.db.models import Count
 from annotators.models import ProbationRound, RaterProfile
 from ratinggame.models import CaptionPair, Pool, Rating
 from scoring.export.formats import iso_utc
-from scoring.models import ModelRating
+from scoring.models import EXPLAINED_METRICS, ModelRating
 
 Progress = Callable[[float, str], None]
 _CHUNK = 5000
@@ -53,7 +53,12 @@ class ExportRating:
 class ModelColumn:
     metric: str
     model_identity: str
-    stem: str  # column name stem: score__<stem>__raw / score__<stem>__calibrated
+    stem: str  # column name stem: score__<stem>__raw / __calibrated (/ __explanation)
+
+    @property
+    def explained(self) -> bool:
+        """Whether the metric's primes may carry the model's explanation (a column of its own)."""
+        return self.metric in EXPLAINED_METRICS
 
 
 @dataclass
@@ -66,6 +71,8 @@ class ExportData:
     counts: dict
     # user id -> pseudonym of every exported rater (never written out; for joining per-rater data)
     pseudonyms: dict[int, str] = field(default_factory=dict)
+    # (metric, model identity) -> pair id -> the model's explanation of its score, where it gave one
+    model_explanations: dict[tuple[str, str], dict[int, str]] = field(default_factory=dict)
 
 
 def export_data_collect(*, min_ratings: int, progress: Progress | None = None) -> ExportData:
@@ -86,7 +93,7 @@ def export_data_collect(*, min_ratings: int, progress: Progress | None = None) -
         if pair_id in kept
     ]
     report(0.9, "Reading model scores")
-    columns, scores = _model_scores(kept)
+    columns, scores, explanations = _model_scores(kept)
     counts = {
         "pairs": len(pairs),
         "images": len({pair.image_id for pair in pairs}),
@@ -102,7 +109,7 @@ def export_data_collect(*, min_ratings: int, progress: Progress | None = None) -
         **_timing(ratings),
     }
     report(1.0, "Read")
-    return ExportData(pairs, ratings, columns, scores, counts, pseudonyms)
+    return ExportData(pairs, ratings, columns, scores, counts, pseudonyms, explanations)
 
 
 def _valid_rating_rows(report: Progress) -> list[tuple]:
@@ -135,15 +142,18 @@ def _pseudonyms(rater_ids) -> dict[int, str]:
     return {rater_id: f"r{number:0{width}d}" for number, rater_id in enumerate(order, start=1)}
 
 
-def _model_scores(kept: set[int]) -> tuple[list[ModelColumn], dict]:
+def _model_scores(kept: set[int]) -> tuple[list[ModelColumn], dict, dict]:
     scores: dict[tuple[str, str], dict[int, tuple[float, float]]] = defaultdict(dict)
+    explanations: dict[tuple[str, str], dict[int, str]] = defaultdict(dict)
     query = ModelRating.objects.filter(pair__pool=Pool.GAME).order_by("pair_id", "slot")
-    for pair_id, metric, identity, raw, value in query.values_list(
-        "pair_id", "metric", "model_identity", "raw_score", "value"
+    for pair_id, metric, identity, raw, value, explanation in query.values_list(
+        "pair_id", "metric", "model_identity", "raw_score", "value", "explanation"
     ).iterator(chunk_size=_CHUNK):
-        if pair_id in kept:
+        if pair_id in kept and pair_id not in scores[(metric, identity)]:
             # Both primes of a pair may come from one model: the first slot's score stands for it.
-            scores[(metric, identity)].setdefault(pair_id, (raw, value))
+            scores[(metric, identity)][pair_id] = (raw, value)
+            if explanation:
+                explanations[(metric, identity)][pair_id] = explanation
     columns, stems = [], set()
     for metric, identity in sorted(scores):
         stem = base = re.sub(r"[^a-z0-9]+", "_", f"{metric}_{identity}".lower()).strip("_") or "model"
@@ -153,7 +163,7 @@ def _model_scores(kept: set[int]) -> tuple[list[ModelColumn], dict]:
             stem = f"{base}_{suffix}"
         stems.add(stem)
         columns.append(ModelColumn(metric, identity, stem))
-    return columns, dict(scores)
+    return columns, dict(scores), dict(explanations)
 
 
 def _excluded_counts() -> dict:

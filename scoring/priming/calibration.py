@@ -12,6 +12,10 @@ outside them, then to [1, 5].
   Figure 4; the figure is not in our text copy, so this range is an assumption), i.e. a
   CLIP-S of 0.5-1.0; below 0.5 a caption is treated as unrelated (rating 1). The same
   map is used for RefCLIP-S and PAC-S until a fit replaces it.
+- FLEUR and RefFLEUR: linear from 0.0 (rating 1) to 1.0 (rating 5) (``unit_knots``). The
+  model rates on 0.0-1.0 with grading criteria whose ends are the scale's ends: 0.0 "does not
+  describe the image at all" (VICR's 1: the wrong idea of the image), 1.0 "accurately and
+  clearly describes the image" (VICR's 5: everything right).
 - Fitted map: isotonic regression (sklearn ``IsotonicRegression``, increasing, bounded to
   [1, 5]) of the mean human rating on the raw score, over pairs with >= 3 non-excluded
   human ratings. Its thresholds are exactly the knots: sklearn predicts by linear
@@ -32,6 +36,11 @@ def default_knots() -> tuple[list[float], list[float]]:
     """The documented default map: raw DEFAULT_RAW_RANGE -> [1, 5], linear, clipped outside."""
     low, high = DEFAULT_RAW_RANGE
     return [low, high], [RATING_MIN, RATING_MAX]
+
+
+def unit_knots() -> tuple[list[float], list[float]]:
+    """For raw scores on [0, 1] whose ends are the scale's ends (FLEUR): 0 -> 1, 1 -> 5, linear."""
+    return [0.0, 1.0], [RATING_MIN, RATING_MAX]
 
 
 def identity_knots() -> tuple[list[float], list[float]]:

@@ -379,6 +379,7 @@ def load_scorer(
     cache_size: int = DEFAULT_CACHE_SIZE,
     batch_size: int = DEFAULT_BATCH_SIZE,
     decode_workers: int | None = None,
+    tensor_decode: bool | None = None,
 ) -> ClipScorer:
     """Build a scorer from open_clip weights (see the module docstring for the sources).
 
@@ -408,6 +409,8 @@ def load_scorer(
     w: 2.5 (CLIPScore, ViT-B/32) unless given; 2.0 for PAC-S (SPEC section 4).
     decode_workers: threads decoding images while the model encodes; default 0 on CPU (the
     encoder already uses every core) and up to 8 on CUDA (where decoding is the bottleneck).
+    tensor_decode: decode JPEGs with nvJPEG and preprocess them on the device (default: on
+    CUDA; ``scoring.priming.images``); the CPU path is kept for the other formats.
     Raises ScorerLoadError, with the file and the reason, for anything that cannot be loaded.
     """
     try:
@@ -427,6 +430,8 @@ def load_scorer(
         w = PAC_S_W if pacs else CLIP_S_W
     if decode_workers is None:
         decode_workers = min(8, os.cpu_count() or 1) if device.startswith("cuda") else 0
+    if tensor_decode is None:
+        tensor_decode = device.startswith("cuda")
     identity = {
         **loaded.identity,
         "pac_s": pacs,
@@ -445,6 +450,7 @@ def load_scorer(
         cache_size=cache_size,
         batch_size=batch_size,
         decode_workers=decode_workers,
+        tensor_decode=tensor_decode,
     )
 
 

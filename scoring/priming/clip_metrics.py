@@ -83,7 +83,7 @@ class ClipS(_ClipFamily):
 
     @classmethod
     def build(cls, models: PrimingModels) -> ClipS | None:
-        if not models.configured or models.pacs_checkpoint:
+        if not models.model or models.pacs_checkpoint:
             return None
         return cls(_shared(models))
 
@@ -99,7 +99,7 @@ class PacS(ClipS):
 
     @classmethod
     def build(cls, models: PrimingModels) -> PacS | None:
-        if not models.configured or not models.pacs_checkpoint:
+        if not models.model or not models.pacs_checkpoint:
             return None
         return cls(_shared(models))
 
@@ -111,7 +111,7 @@ class RefClipS(_ClipFamily):
 
     @classmethod
     def build(cls, models: PrimingModels) -> RefClipS | None:
-        return cls(_shared(models)) if models.configured else None
+        return cls(_shared(models)) if models.model else None
 
     @staticmethod
     def _raw(score: PairScore) -> float | None:

@@ -4,8 +4,10 @@ Worker code only: torch and open_clip are imported inside the functions that nee
 formulas themselves live in `scoring.priming.clipscore` (numpy only); checkpoints are loaded
 by `scoring.priming.clip_checkpoints.load_scorer`.
 
-Images go through `image_to_rgb` before open_clip's preprocessing, so 16-bit, float,
-CMYK, palette and transparent images reach the model as the 8-bit RGB picture a rater sees.
+Images reach the model as the 8-bit RGB picture a rater sees (``scoring.priming.images``):
+on the CPU path through `image_to_rgb` and open_clip's preprocessing; with ``tensor_decode``
+(the default on CUDA) the common JPEGs are decoded, resized and normalised on the model's
+device instead, and every other format keeps the CPU path.
 """
 
 from __future__ import annotations
@@ -20,17 +22,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from scoring.priming.clipscore import CLIP_S_W, clip_s, prompt_for, ref_clip_s
+from scoring.priming.images import (
+    StoredImage,
+    TensorPreprocess,
+    decode_jpegs,
+    device_decodable,
+    image_to_rgb,
+    open_image,
+)
 from scoring.priming.scorer import short_error
 
 if TYPE_CHECKING:
     import torch
     from PIL import Image
 
-# Image modes holding more than 8 bits per sample (see image_to_rgb).
-HIGH_DEPTH_MODES = ("I;16", "I;16L", "I;16B", "I;16N", "I", "F")
-# Modes with an alpha channel (or palette transparency, checked separately).
-ALPHA_MODES = ("RGBA", "RGBa", "LA", "La", "PA")
-EXIF_ORIENTATION = 0x0112
 DEFAULT_CACHE_SIZE = 4096  # image embeddings kept across calls: ~8 MB for 512-d float32
 DEFAULT_BATCH_SIZE = 64
 
@@ -47,73 +52,6 @@ class PairScore:
 # (image_key, image_loader, caption, references): image_key identifies the image (its sha256),
 # image_loader returns a PIL image and is called at most once per distinct key.
 ScoreItem = tuple[str, Callable[[], "Image.Image"], str, Sequence[str] | None]
-
-
-# ---------------------------------------------------------------------------------------
-# Images
-
-
-def _high_depth_to_l(image: Image.Image) -> Image.Image:
-    """An 8-bit grey image ("L") from a 16-bit, 32-bit integer or float grey image.
-
-    Pillow's own conversion of these modes to RGB clips every value above 255, which turns
-    a 16-bit photograph almost white. Instead the samples are scaled to 0..255 by their
-    full scale: 65535 for the 16-bit modes ("I;16*"), and for "I" (how Pillow may present
-    a 16-bit PNG or TIFF) when every value lies in 0..65535; 1.0 for a float ("F") image
-    whose values lie in 0..1. Anything else (negative or larger values) is stretched over
-    its actual range, min to max.
-    """
-    from PIL import Image as PILImage
-
-    values = np.asarray(image, dtype=np.float64)
-    finite = values[np.isfinite(values)]
-    low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
-    if image.mode.startswith("I;16") or (image.mode == "I" and low >= 0 and high <= 65535):
-        low, scale = 0.0, 65535.0
-    elif image.mode == "F" and low >= 0 and high <= 1:
-        low, scale = 0.0, 1.0
-    else:
-        scale = high - low or 1.0
-    scaled = np.nan_to_num((values - low) * (255.0 / scale), nan=0.0, posinf=255.0, neginf=0.0)
-    return PILImage.fromarray(np.clip(np.rint(scaled), 0, 255).astype(np.uint8), mode="L")
-
-
-def image_to_rgb(image: Image.Image) -> Image.Image:
-    """The 8-bit RGB picture a rater's browser shows for ``image``, as the model should see it.
-
-    - EXIF orientation is applied (browsers rotate JPEGs by it);
-    - 16-bit / 32-bit / float grey ("I;16", "I", "F"): scaled to 8 bits (``_high_depth_to_l``);
-    - transparency ("RGBA", "LA", "PA", "P" with a transparent colour, premultiplied modes):
-      composited on white, not dropped (dropping alpha reveals whatever colour the hidden
-      pixels happen to hold, often black);
-    - "CMYK": through the embedded ICC profile when there is one, else Pillow's conversion;
-    - "1", "L", "P", "YCbCr", "LAB", "HSV" and the rest: Pillow's conversion to RGB.
-    """
-    from PIL import Image as PILImage
-    from PIL import ImageOps
-
-    if image.getexif().get(EXIF_ORIENTATION, 1) != 1:
-        image = ImageOps.exif_transpose(image)
-    mode = image.mode
-    if mode == "RGB":
-        return image
-    if mode in HIGH_DEPTH_MODES:
-        return _high_depth_to_l(image).convert("RGB")
-    if mode in ALPHA_MODES or (mode == "P" and "transparency" in image.info):
-        rgba = image.convert("RGBA")
-        white = PILImage.new("RGBA", rgba.size, (255, 255, 255, 255))
-        return PILImage.alpha_composite(white, rgba).convert("RGB")
-    if mode == "CMYK" and image.info.get("icc_profile"):
-        import io
-
-        from PIL import ImageCms
-
-        try:
-            source = ImageCms.ImageCmsProfile(io.BytesIO(image.info["icc_profile"]))
-            return ImageCms.profileToProfile(image, source, ImageCms.createProfile("sRGB"), outputMode="RGB")
-        except (ImageCms.PyCMSError, OSError, ValueError):
-            pass  # a broken embedded profile: fall back to the plain conversion
-    return image.convert("RGB")
 
 
 def _can_trim_text(model: torch.nn.Module) -> bool:
@@ -148,6 +86,21 @@ def encode_text_trimmed(model: torch.nn.Module, tokens: torch.Tensor) -> torch.T
     return x
 
 
+def _read_bytes(loader: Callable[[], Image.Image]) -> bytes | None:
+    """The file bytes of a `StoredImage` loader; None for other loaders and unreadable files
+    (the CPU path then calls the loader, and reports the error)."""
+    if not isinstance(loader, StoredImage):
+        return None
+    try:
+        return loader.read()
+    except Exception:  # noqa: BLE001 - reported by the CPU path, which reads again
+        return None
+
+
+def _bytes_loader(data: bytes) -> Callable[[], Image.Image]:
+    return lambda: open_image(data)
+
+
 class ClipScorer:
     """One open_clip model scoring (image, caption[, references]) items with CLIP-S / RefCLIP-S.
 
@@ -155,6 +108,10 @@ class ClipScorer:
     captioned several times is decoded and encoded once. The counters (`images_decoded`,
     `image_encoder_calls`, `images_encoded`, `image_cache_hits`, `text_encoder_calls`,
     `texts_encoded`) make that visible. Not thread-safe: one scorer per worker process.
+
+    `tensor_decode`: decode and preprocess the JPEGs of `StoredImage` loaders on the model's
+    device (``scoring.priming.images``), the next batch while the current one is encoded;
+    only for open_clip preprocessing that `TensorPreprocess` mirrors (otherwise ignored).
     """
 
     def __init__(
@@ -170,14 +127,18 @@ class ClipScorer:
         batch_size: int = DEFAULT_BATCH_SIZE,
         decode_workers: int = 0,
         preprocess: Callable[[Image.Image], torch.Tensor] | None = None,
+        tensor_decode: bool = False,
     ) -> None:
         import torch
         from open_clip.transform import PreprocessCfg, image_transform_v2
 
         self.model = model.to(device).eval()
         self.tokenizer = tokenizer
+        cfg = dict(model.visual.preprocess_cfg)
         if preprocess is None:
-            preprocess = image_transform_v2(PreprocessCfg(**model.visual.preprocess_cfg), is_train=False)
+            preprocess = image_transform_v2(PreprocessCfg(**cfg), is_train=False)
+        else:
+            tensor_decode = False  # a preprocessing of the caller's own: only the CPU path applies it
         self.preprocess = preprocess
         self.identity = dict(identity)
         self.w = float(w)
@@ -187,6 +148,10 @@ class ClipScorer:
         self.cache_size = cache_size
         self.batch_size = batch_size
         self.decode_workers = decode_workers
+        self.tensor_preprocess = (
+            TensorPreprocess(cfg, self.input_dtype) if tensor_decode and TensorPreprocess.supports(cfg) else None
+        )
+        self._side_stream = torch.cuda.Stream(self.device) if self.tensor_preprocess and self._cuda else None
         self._trim_text = _can_trim_text(model)
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self.images_decoded = 0
@@ -203,6 +168,10 @@ class ClipScorer:
 
         identity = {"model": model_name, "pretrained": None, "sha256": None, "w": float(w)}
         return cls(model, tokenizer=open_clip.get_tokenizer(model_name), identity=identity, w=w, **kwargs)
+
+    @property
+    def _cuda(self) -> bool:
+        return self.device.type == "cuda"
 
     def _inference(self) -> contextlib.AbstractContextManager:
         import torch
@@ -288,6 +257,9 @@ class ClipScorer:
         is the bottleneck. At most two batches are held at once.
         """
         chunks = [pending[i : i + size] for i in range(0, len(pending), size)]
+        if self.tensor_preprocess is not None:
+            yield from self._tensor_chunks(chunks)
+            return
         if self.decode_workers <= 0:
             for chunk in chunks:
                 yield [(key, *self._prepare(loader)) for key, loader in chunk]
@@ -299,6 +271,58 @@ class ClipScorer:
                 if n + 1 < len(chunks):
                     upcoming = [pool.submit(self._prepare, loader) for _, loader in chunks[n + 1]]
                 yield [(key, *future.result()) for (key, _), future in zip(chunk, current, strict=True)]
+
+    def _tensor_chunks(
+        self, chunks: list[list[tuple[str, Callable[[], Image.Image]]]]
+    ) -> Iterator[list[tuple[str, torch.Tensor | None, str | None]]]:
+        """Like `_prepared_chunks`, through the device path: the next chunk is read, decoded and
+        preprocessed in a thread (on a CUDA side stream) while the current one is encoded."""
+        import torch
+
+        with ThreadPoolExecutor(max_workers=1) as ahead, ThreadPoolExecutor(max(1, self.decode_workers)) as readers:
+            upcoming = ahead.submit(self._tensor_chunk, chunks[0], readers) if chunks else None
+            for n in range(len(chunks)):
+                prepared, ready = upcoming.result()
+                if n + 1 < len(chunks):
+                    upcoming = ahead.submit(self._tensor_chunk, chunks[n + 1], readers)
+                if ready is not None:
+                    stream = torch.cuda.current_stream(self.device)
+                    stream.wait_event(ready)
+                    for _, tensor, _ in prepared:
+                        if tensor is not None:
+                            tensor.record_stream(stream)  # made on the side stream, used on this one
+                yield prepared
+
+    def _tensor_chunk(
+        self, chunk: list[tuple[str, Callable[[], Image.Image]]], readers: ThreadPoolExecutor
+    ) -> tuple[list[tuple[str, torch.Tensor | None, str | None]], torch.cuda.Event | None]:
+        """One chunk on the device path: file bytes read in threads; the device-decodable JPEGs
+        decoded in one call and preprocessed on the device; the rest through `_prepare` (the CPU
+        path), copied from pinned memory. Returns the chunk and, on CUDA, the event that marks it
+        ready on the side stream."""
+        import torch
+
+        datas = list(readers.map(_read_bytes, [loader for _, loader in chunk]))
+        on_device = [i for i, data in enumerate(datas) if data is not None and device_decodable(data)]
+        with torch.cuda.stream(self._side_stream) if self._side_stream else contextlib.nullcontext():
+            decoded = decode_jpegs([datas[i] for i in on_device], self.device)
+            kept = [(i, image) for i, image in zip(on_device, decoded, strict=True) if image is not None]
+            tensors = dict(zip((i for i, _ in kept), self.tensor_preprocess([image for _, image in kept]), strict=True))
+            rest = [i for i in range(len(chunk)) if i not in tensors]
+            sources = [chunk[i][1] if datas[i] is None else _bytes_loader(datas[i]) for i in rest]
+            errors: dict[int, str] = {}
+            for i, (tensor, error) in zip(rest, readers.map(self._prepare, sources), strict=True):
+                if error is None:
+                    tensor = tensor.pin_memory() if self._cuda else tensor
+                    tensors[i] = tensor.to(self.device, self.input_dtype, non_blocking=True)
+                else:
+                    errors[i] = error
+            ready = None
+            if self._side_stream is not None:
+                ready = torch.cuda.Event()
+                ready.record(self._side_stream)
+        prepared = [(key, tensors.get(i), errors.get(i)) for i, (key, _) in enumerate(chunk)]
+        return prepared, ready
 
     def _image_features(self, items: Sequence[ScoreItem], size: int) -> tuple[dict[str, np.ndarray], dict[str, str]]:
         features: dict[str, np.ndarray] = {}

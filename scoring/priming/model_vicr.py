@@ -288,7 +288,7 @@ class LearnedPredictor:
 
     @classmethod
     def build(cls, models: PrimingModels) -> LearnedPredictor | None:
-        if not models.configured:
+        if not models.model:
             return None
         clip = models.clip()
         run = active_predictor(clip_identity(clip))

@@ -12,8 +12,12 @@ the order of ``scoring.priming.registry.SCORERS``:
     no references, predictor:      slot 1 CLIP-S,     slot 2 predictor
     references and predictor:      slot 1 RefCLIP-S,  slot 2 predictor
 
-(PAC-S takes CLIP-S's place when a PAC-S checkpoint is configured.) Every raw score goes
-through the current calibration of its metric and scorer (scoring.priming.calibration_service).
+(PAC-S takes CLIP-S's place when a PAC-S checkpoint is configured.) With a FLEUR model, FLEUR
+and RefFLEUR rank above the CLIP family: slot 1 CLIP-S and slot 2 FLEUR without references,
+slot 1 FLEUR and slot 2 RefFLEUR with them, and under an active predictor slot 1 FLEUR (or
+RefFLEUR). A scorer that cannot score a pair (FLEUR's answer was not a number) is left out for
+that pair. Every raw score goes through the current calibration of its metric and scorer
+(scoring.priming.calibration_service).
 
 No model configured: nothing is claimed; the pending pairs stay pending with a note in
 ``priming_error`` (NO_MODEL_NOTE) that the admin list shows. The periodic sweep keeps
@@ -31,31 +35,38 @@ backs this up. A re-run or duplicate message therefore never adds a third prime.
 
 from __future__ import annotations
 
+import itertools
+import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from ratinggame.models import CaptionPair, Pool, PrimingStatus
+from ratinggame.models import CaptionPair, Image, Pool, PrimingStatus
 from scoring.models import ModelRating
 from scoring.priming import calibration
 from scoring.priming.calibration_service import current_calibration
+from scoring.priming.images import StoredImage
 from scoring.priming.registry import PrimingModels
 from scoring.priming.scorer import PrimingPair, RawScore, Scorer, ScorerLoadError
 
 if TYPE_CHECKING:
-    from PIL import Image
-
     from scoring.models import Calibration
 
 log = logging.getLogger(__name__)
+
+# Batches a long run (manage.py prime_pairs) claims ahead of the one it scores: what a run killed
+# outright leaves stranded until its claims go stale.
+CLAIM_BATCHES = 4
+
 
 NO_MODEL_NOTE = (
     "waiting: no priming model configured (set RATINGGAME_PRIMING_MODEL); "
@@ -131,66 +142,70 @@ def note_no_model(pair_ids: list[int]) -> int:
     return count
 
 
-def image_loader(pair: CaptionPair) -> Callable[[], Image.Image]:
-    """Opens the pair's stored image; the scorers convert it (scoring.priming.clip_scorer.image_to_rgb)."""
+def stored_image(name: str) -> StoredImage:
+    """An image file in storage: scorers open it with Pillow (scoring.priming.images) or decode
+    its bytes on their device. Each read opens the file anew, so threads may share it."""
+    storage = Image._meta.get_field("file").storage
 
-    def load() -> Image.Image:
-        from PIL import Image as PILImage
+    def read() -> bytes:
+        with storage.open(name, "rb") as handle:
+            return handle.read()
 
-        with pair.image.file.open("rb") as handle:
-            image = PILImage.open(handle)
-            image.load()
-        return image
-
-    return load
+    return StoredImage(read=read)
 
 
-def priming_pair(pair: CaptionPair) -> PrimingPair:
-    return PrimingPair(
-        pk=pair.pk,
-        image_key=pair.image.sha256,
-        load_image=image_loader(pair),
-        caption=pair.caption,
-        references=tuple(pair.references or ()),
+def image_loader(pair: CaptionPair) -> StoredImage:
+    return stored_image(pair.image.file.name)
+
+
+def priming_pairs(pair_ids: list[int]) -> list[PrimingPair]:
+    """The pairs to score, by id. Plain rows, not model instances: at a GPU's pace the ORM's
+    instances of a pair and its image would cost more than the scoring."""
+    rows = (
+        CaptionPair.objects.filter(pk__in=pair_ids)
+        .order_by("pk")
+        .values_list("pk", "image__sha256", "image__file", "caption", "references")
     )
-
-
-def _store(pair_id: int, claimed_at: datetime, slots: list[tuple[str, str, float, Calibration]]) -> bool:
-    """Write the two primes and pair.primes in one transaction, under the pair's row lock."""
-    with transaction.atomic():
-        pair = CaptionPair.objects.select_for_update().get(pk=pair_id)
-        if pair.priming_status != PrimingStatus.RUNNING or pair.priming_claimed_at != claimed_at:
-            return False  # reclaimed by another worker (ours went stale) or already done
-        if ModelRating.objects.filter(pair_id=pair_id).exists():
-            return False
-        values = []
-        for slot, (metric, identity, raw, cal) in enumerate(slots, start=1):
-            value = float(calibration.apply_knots([raw], cal.x_knots, cal.y_knots)[0])
-            ModelRating.objects.create(
-                pair_id=pair_id,
-                slot=slot,
-                model_identity=identity,
-                metric=metric,
-                raw_score=raw,
-                value=value,
-                calibration=cal,
-            )
-            values.append(value)
-        pair.primes = values
-        pair.priming_status = PrimingStatus.DONE
-        pair.priming_error = ""
-        pair.save(update_fields=["primes", "priming_status", "priming_error"])
-    return True
+    return [
+        PrimingPair(pk=pk, image_key=sha, load_image=stored_image(name), caption=caption, references=tuple(refs or ()))
+        for pk, sha, name, caption, refs in rows
+    ]
 
 
 def _test_sleep() -> float:
-    # Test-only: seconds to sleep before storing each pair, so a test can kill a worker mid-batch.
+    # Test-only: seconds to sleep before storing each batch, so a test can kill a worker mid-run.
     return float(os.environ.get("RATINGGAME_PRIMING_TEST_SLEEP_SECONDS", "0") or 0)
 
 
-def _test_sleep() -> float:
-    # Test-only: seconds to sleep before storing each pair, so a test can kill a worker mid-batch.
-    return float(os.environ.get("RATINGGAME_PRIMING_TEST_SLEEP_SECONDS", "0") or 0)
+class _Claims:
+    """Claims pairs a chunk at a time, hands them out a batch at a time, and remembers which
+    claimed pairs are not finished yet, to give them back on an interruption."""
+
+    def __init__(self, ids: list[int], batch_size: int, include_failed: bool, chunk: int | None) -> None:
+        self.ids = ids
+        self.batch_size = batch_size
+        self.include_failed = include_failed
+        self.chunk = chunk or max(len(ids), 1)
+        self.open: dict[datetime, set[int]] = {}
+
+    def batches(self) -> Iterator[tuple[list[int], datetime]]:
+        for start in range(0, len(self.ids), self.chunk):
+            claimed, claimed_at = claim(self.ids[start : start + self.chunk], self.include_failed)
+            if claimed:
+                self.open[claimed_at] = set(claimed)
+            for offset in range(0, len(claimed), self.batch_size):
+                yield claimed[offset : offset + self.batch_size], claimed_at
+
+    def finished(self, ids: list[int], claimed_at: datetime) -> None:
+        self.open[claimed_at].difference_update(ids)
+
+    def fail_open(self, message: str) -> int:
+        return sum(fail(sorted(ids), claimed_at, message) for claimed_at, ids in self.open.items())
+
+    def release_open(self) -> None:
+        for claimed_at, ids in self.open.items():
+            if ids:
+                release(sorted(ids), claimed_at)
 
 
 def run_priming(
@@ -200,6 +215,7 @@ def run_priming(
     batch_size: int | None = None,
     include_failed: bool = False,
     progress: Callable[[int], None] | None = None,
+    claim_chunk: int | None = None,
 ) -> dict[str, int]:
     """Prime the claimable pairs among ``pair_ids``; returns counts (primed, failed, skipped, waiting).
 
@@ -207,6 +223,15 @@ def run_priming(
     configured the pairs are only noted as waiting (NO_MODEL_NOTE); a model that cannot be
     loaded is recorded on the claimed pairs. The command loads its models first and passes
     them in. ``include_failed`` also claims pairs whose priming failed before.
+
+    Pairs are claimed ``claim_chunk`` at a time (default: all at once, as a task does, so the
+    sweep sees every pair of a killed task as a stale claim); a long run (the command) claims a
+    few batches ahead, so that a killed run strands only those until they go stale.
+
+    The models score batch k + 1 in a thread while this thread stores batch k: scoring touches
+    no database (it reads image files), storing no model, so on a GPU worker the database
+    writes hide behind the forward passes. An interruption (time limit, SIGTERM, Ctrl-C)
+    gives the claimed pairs that are not stored back at once (pending).
     """
     models = models or PrimingModels.from_settings()
     batch_size = batch_size or models.batch_size
@@ -215,33 +240,53 @@ def run_priming(
     if not models.configured:
         counts["waiting"] = note_no_model(ids)
         return counts
-    ids, claimed_at = claim(ids, include_failed)
-    if not ids:
+    claims = _Claims(ids, batch_size, include_failed, claim_chunk)
+    batches = claims.batches()
+    first = next(batches, None)
+    if first is None:
         return counts
     try:
         scorers = models.scorers()
     except ScorerLoadError as exc:
-        counts["failed"] = fail(ids, claimed_at, f"priming model could not be loaded: {exc}")
+        counts["failed"] = claims.fail_open(f"priming model could not be loaded: {exc}")
         return counts
 
-    done: set[int] = set()
+    scoring = ThreadPoolExecutor(max_workers=1, thread_name_prefix="priming")
+    calibrations = _Calibrations()
     try:
-        for start in range(0, len(ids), batch_size):
-            chunk = ids[start : start + batch_size]
-            result = _prime_batch(scorers, chunk, claimed_at)
-            for key in counts:
-                counts[key] += result[key]
-            done.update(chunk)
-            if progress:
-                progress(len(chunk))
+        waiting: tuple | None = None  # the batch being scored: (ids, claimed_at, pairs, future)
+        for batch_ids, claimed_at in itertools.chain([first], batches):
+            pairs = priming_pairs(batch_ids)
+            scored = scoring.submit(lambda pairs=pairs: [scorer.score_pairs(pairs) for scorer in scorers])
+            if waiting is not None:
+                _finish(waiting, scorers, calibrations, claims, counts, progress)
+            waiting = (batch_ids, claimed_at, pairs, scored)
+        if waiting is not None:
+            _finish(waiting, scorers, calibrations, claims, counts, progress)
     except BaseException:
         # Retry / time limit / shutdown: hand the unfinished claims back at once.
         try:
-            release([i for i in ids if i not in done], claimed_at)
+            claims.release_open()
         except Exception:  # the DB may be down: the stale claim is then the fallback
             log.warning("could not release priming claims", exc_info=True)
         raise
+    finally:
+        # Waits for a batch still being scored: the scorers are not thread-safe, and the next
+        # task of this worker process will use them.
+        scoring.shutdown(wait=True, cancel_futures=True)
     return counts
+
+
+def _finish(
+    waiting: tuple, scorers: list[Scorer], calibrations: _Calibrations, claims: _Claims, counts: dict, progress
+) -> None:
+    batch_ids, claimed_at, pairs, scored = waiting
+    result = _store_batch(scorers, calibrations, pairs, scored.result(), claimed_at)
+    for key in counts:
+        counts[key] += result[key]
+    claims.finished(batch_ids, claimed_at)
+    if progress:
+        progress(len(batch_ids))
 
 
 def slots_for(ranked: list[tuple[Scorer, float]]) -> list[tuple[Scorer, float]]:
@@ -250,28 +295,133 @@ def slots_for(ranked: list[tuple[Scorer, float]]) -> list[tuple[Scorer, float]]:
     return [ranked[-2] if len(ranked) > 1 else ranked[-1], ranked[-1]]
 
 
-def _prime_batch(scorers: list[Scorer], ids: list[int], claimed_at: datetime) -> dict[str, int]:
-    pairs = list(CaptionPair.objects.select_related("image").filter(pk__in=ids).order_by("pk"))
-    items = [priming_pair(pair) for pair in pairs]
-    scores: list[list[RawScore]] = [scorer.score_pairs(items) for scorer in scorers]
-    calibrations: dict[int, Calibration] = {}
+class _Calibrations:
+    """The current calibration of each scorer, read once per run (a refit during the run applies
+    from the next run, as it applies to no prime already stored)."""
 
-    def calibration_of(scorer: Scorer) -> Calibration:
-        if id(scorer) not in calibrations:
-            calibrations[id(scorer)] = current_calibration(scorer.metric, scorer.identity, scorer.default_knots())
-        return calibrations[id(scorer)]
+    def __init__(self) -> None:
+        self._by_scorer: dict[int, Calibration] = {}
 
+    def of(self, scorer: Scorer) -> Calibration:
+        if id(scorer) not in self._by_scorer:
+            self._by_scorer[id(scorer)] = current_calibration(scorer.metric, scorer.identity, scorer.default_knots())
+        return self._by_scorer[id(scorer)]
+
+    def apply(self, raw: list[tuple[Scorer, float]]) -> list[float]:
+        """The 1-5 ratings of raw scores, each through its scorer's calibration (one call each)."""
+        by_scorer: dict[int, list[int]] = {}
+        for index, (scorer, _) in enumerate(raw):
+            by_scorer.setdefault(id(scorer), []).append(index)
+        out = [0.0] * len(raw)
+        for indices in by_scorer.values():
+            cal = self.of(raw[indices[0]][0])
+            values = calibration.apply_knots([raw[i][1] for i in indices], cal.x_knots, cal.y_knots)
+            for i, value in zip(indices, values, strict=True):
+                out[i] = float(value)
+        return out
+
+
+def _store_batch(
+    scorers: list[Scorer],
+    calibrations: _Calibrations,
+    pairs: list[PrimingPair],
+    scores: list[list[RawScore]],
+    claimed_at: datetime,
+) -> dict[str, int]:
+    """Fill the two slots of each pair and store the batch's primes in one transaction.
+
+    A scorer's error leaves that scorer out for the pair (logged); the pair fails only when no
+    scorer scored it (its first error, e.g. an undecodable image, is recorded). Under the row
+    locks of the batch's pairs, only pairs still claimed by us and without primes are written:
+    their ModelRating rows in one INSERT, ``pair.primes`` and status in one UPDATE.
+    """
     counts = _counts()
-    sleep = _test_sleep()
+    failures: dict[str, list[int]] = {}
+    slots: dict[int, list[tuple[Scorer, RawScore]]] = {}
     for index, pair in enumerate(pairs):
-        raw = [by_scorer[index] for by_scorer in scores]
-        error = next((score.error for score in raw if score.error), None)
-        ranked = [(scorer, score.value) for scorer, score in zip(scorers, raw, strict=True) if score.value is not None]
-        if error is not None or not ranked:
-            counts["failed"] += fail([pair.pk], claimed_at, error or "no configured scorer applies to this pair")
+        raw = [(scorer, by_scorer[index]) for scorer, by_scorer in zip(scorers, scores, strict=True)]
+        ranked = [(scorer, score) for scorer, score in raw if score.value is not None]
+        errors = [f"{scorer.metric.label}: {score.error}" for scorer, score in raw if score.error]
+        if not ranked:
+            first_error = next((score.error for _, score in raw if score.error), None)
+            failures.setdefault(first_error or "no configured scorer applies to this pair", []).append(pair.pk)
             continue
-        slots = [(scorer.metric, scorer.identity, value, calibration_of(scorer)) for scorer, value in slots_for(ranked)]
-        if sleep:
-            time.sleep(sleep)
-        counts["primed" if _store(pair.pk, claimed_at, slots) else "skipped"] += 1
+        if errors:
+            log.warning("pair %d primed without %s", pair.pk, "; ".join(errors))
+        slots[pair.pk] = slots_for(ranked)
+    for message, ids in failures.items():
+        counts["failed"] += fail(ids, claimed_at, message)
+    if sleep := _test_sleep():
+        time.sleep(sleep)
+    if not slots:
+        return counts
+
+    with transaction.atomic():
+        # Reclaimed by another worker (ours went stale) or already primed: left alone.
+        mine = list(
+            CaptionPair.objects.select_for_update()
+            .filter(pk__in=list(slots), priming_status=PrimingStatus.RUNNING, priming_claimed_at=claimed_at)
+            .exclude(Exists(ModelRating.objects.filter(pair=OuterRef("pk"))))
+            .order_by("pk")
+            .values_list("pk", flat=True)
+        )
+        slotted = [(pk, slot, scorer, score) for pk in mine for slot, (scorer, score) in enumerate(slots[pk], start=1)]
+        values = calibrations.apply([(scorer, score.value) for _, _, scorer, score in slotted])
+        _model_ratings_insert(
+            [
+                (pk, slot, scorer.identity, scorer.metric, score.value, value, score.explanation, cal.pk)
+                for (pk, slot, scorer, score), value in zip(slotted, values, strict=True)
+                if (cal := calibrations.of(scorer))
+            ]
+        )
+        primes: dict[int, list[float]] = {}
+        for (pk, *_), value in zip(slotted, values, strict=True):
+            primes.setdefault(pk, []).append(value)
+        _primes_write(primes)
+    counts["primed"] += len(mine)
+    counts["skipped"] += len(slots) - len(mine)
     return counts
+
+
+# The ModelRating rows and pair.primes of a batch are written in SQL, not through bulk_create and
+# bulk_update: their per-row Python (model instances, a CASE expression per pair for bulk_update)
+# costs more than a GPU takes to score the pair, and the database would become the bottleneck.
+# Both statements are read by PostgreSQL and SQLite (3.33+, for UPDATE ... FROM); statements are
+# cut to the backend's limit on query parameters.
+_MODEL_RATING_FIELDS = ("pair", "slot", "model_identity", "metric", "raw_score", "value", "explanation", "calibration")
+
+
+def _statements(rows: list, width: int) -> Iterator[list]:
+    size = max(1, connection.ops.bulk_batch_size(["x"] * width, rows))
+    for start in range(0, len(rows), size):
+        yield rows[start : start + size]
+
+
+def _model_ratings_insert(rows: list[tuple]) -> None:
+    """INSERT ModelRating rows given as tuples of _MODEL_RATING_FIELDS (created_at is now)."""
+    quote = connection.ops.quote_name
+    fields = [ModelRating._meta.get_field(name) for name in (*_MODEL_RATING_FIELDS, "created_at")]
+    columns = ", ".join(quote(field.column) for field in fields)
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    with connection.cursor() as cursor:
+        for chunk in _statements(rows, len(fields)):
+            placeholders = ", ".join(["(" + ", ".join(["%s"] * len(fields)) + ")"] * len(chunk))
+            cursor.execute(
+                f"INSERT INTO {quote(ModelRating._meta.db_table)} ({columns}) VALUES {placeholders}",  # noqa: S608 - names from the model
+                [value for row in chunk for value in (*row, now)],
+            )
+
+
+def _primes_write(primes: dict[int, list[float]]) -> None:
+    """Set pair.primes and status done of many pairs in one UPDATE ... FROM (VALUES ...); VALUES
+    names its columns column1, column2 in PostgreSQL and SQLite alike."""
+    table = connection.ops.quote_name(CaptionPair._meta.db_table)
+    as_json = "::jsonb" if connection.vendor == "postgresql" else ""
+    with connection.cursor() as cursor:
+        for chunk in _statements(list(primes.items()), 2):
+            rows = ", ".join(["(%s, %s)"] * len(chunk))
+            cursor.execute(
+                f"UPDATE {table} SET primes = v.column2{as_json}, priming_status = %s, priming_error = '' "  # noqa: S608 - names from the model
+                f"FROM (VALUES {rows}) AS v WHERE {table}.id = v.column1",
+                [PrimingStatus.DONE, *itertools.chain.from_iterable((pk, json.dumps(v)) for pk, v in chunk)],
+            )

@@ -47,10 +47,12 @@ class PrimingPair:
 @dataclass(frozen=True)
 class RawScore:
     """A scorer's raw score of one pair; ``value`` None without ``error``: the scorer does not
-    apply to this pair (RefCLIP-S of a pair without references)."""
+    apply to this pair (RefCLIP-S of a pair without references). ``explanation``: the scorer's
+    own words for the score, from the scorers that give them when asked (FLEUR), else ""."""
 
     value: float | None = None
     error: str | None = None
+    explanation: str = ""
 
 
 class Scorer(Protocol):

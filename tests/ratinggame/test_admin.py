@@ -66,6 +66,26 @@ def test_pair_change_page_loads(staff_client):
     assert response.status_code == 200
 
 
+def test_pair_page_shows_each_prime_with_the_models_explanation(staff_client):
+    from scoring.models import ModelRating
+
+    pair = CaptionPairFactory(caption="a dog on a skateboard")
+    ModelRating.objects.create(pair=pair, slot=1, model_identity="clip", metric="clip_s", raw_score=0.71, value=2.68)
+    ModelRating.objects.create(
+        pair=pair,
+        slot=2,
+        model_identity="/models/llava weights=abc",
+        metric="fleur",
+        raw_score=0.8125,
+        value=4.25,
+        explanation="The caption names the dog but <b>not</b> the park.",
+    )
+    body = staff_client.get(reverse("admin:ratinggame_captionpair_change", args=[pair.pk])).content.decode()
+    assert "Model primes" in body
+    assert "<td>2</td><td>FLEUR<br><small>/models/llava weights=abc</small></td><td>0.8125</td><td>4.25</td>" in body
+    assert "The caption names the dog but &lt;b&gt;not&lt;/b&gt; the park." in body  # escaped
+
+
 def test_admin_image_upload_is_validated_and_stored(staff_client):
     url = reverse("admin:ratinggame_image_add")
     response = staff_client.post(url, {"upload": SimpleUploadedFile("ok.png", png_bytes(3)), "source": "lab"})

@@ -258,6 +258,31 @@ def test_model_scores_are_columns_raw_and_calibrated(world, tmp_path):
     assert clip["pairs"] == sum(1 for row in rows if row["pair_id"] in stored)
 
 
+def test_fleur_explanations_are_a_column_beside_fleurs_scores(world, tmp_path):
+    fleur = ("fleur", "/models/llava weights=abc")
+    explained, silent = world.game_pairs[0], world.game_pairs[1]
+    ModelRating.objects.filter(pair__in=[explained, silent], slot=2).delete()
+    ModelRating.objects.create(
+        pair=explained, slot=2, model_identity=fleur[1], metric=fleur[0], raw_score=0.81, value=4.24,
+        explanation="The caption names the dog, \"not\" the park;\nshort.",
+    )  # fmt: skip
+    ModelRating.objects.create(pair=silent, slot=2, model_identity=fleur[1], metric=fleur[0], raw_score=0.4, value=2.6)
+    build(tmp_path / "out")
+    statistics = json.loads((tmp_path / "out" / "statistics.json").read_text())
+    columns = {(m["metric"], m["model_identity"]): m for m in statistics["model_scores"]}
+    column = columns[fleur]["column_explanation"]
+    assert column == columns[fleur]["column_calibrated"].replace("__calibrated", "__explanation")
+    assert "column_explanation" not in columns[CLIP]  # CLIP-S gives no explanations
+    for rows in (read_jsonl(tmp_path / "out" / "pairs.jsonl"), read_csv(tmp_path / "out" / "pairs.csv")):
+        names = list(rows[0])
+        assert names.index(column) == names.index(columns[fleur]["column_calibrated"]) + 1
+        by_pair = {int(row["pair_id"]): row[column] for row in rows}
+        assert by_pair[explained.pk] == 'The caption names the dog, "not" the park;\nshort.'
+        assert by_pair[silent.pk] in (None, "")  # a FLEUR prime without an explanation
+    table = pq.read_table(tmp_path / "out" / "pairs.parquet").to_pydict()
+    assert table[column][table["pair_id"].index(explained.pk)].startswith("The caption names the dog")
+
+
 def test_metric_correlation_is_method_a_on_the_test_split(world, tmp_path):
     out = tmp_path / "out"
     build(out, formats=("csv",))

@@ -403,7 +403,7 @@ def grey_ramp(seed: int = 0) -> np.ndarray:
 
 
 def rgb_of(image) -> np.ndarray:
-    from scoring.priming.clip_scorer import image_to_rgb
+    from scoring.priming.images import image_to_rgb
 
     converted = image_to_rgb(image)
     assert converted.mode == "RGB"

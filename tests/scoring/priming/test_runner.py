@@ -9,6 +9,7 @@ import io
 import os
 import signal
 import subprocess
+import sys
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -296,6 +297,105 @@ def test_manage_py_prime_pairs_primes_everything_unprimed(priming, capsys):
     assert all(len(p.primes) == 2 for p in CaptionPair.objects.filter(pk__in=[p.pk for p in pairs]))
 
 
+def test_a_batch_is_stored_whole_across_statements(priming):
+    from django.db import connection
+
+    pairs = make_pairs([2] * 60)
+    # 240 prime rows of 9 values: more than one INSERT holds on SQLite (999 query parameters).
+    assert connection.vendor != "sqlite" or connection.ops.bulk_batch_size(["x"] * 9, [None] * 240) < 240
+    assert prime_runner.run_priming([p.pk for p in pairs], batch_size=120)["primed"] == 120
+    rows = ModelRating.objects.filter(pair__in=pairs)
+    assert rows.count() == 240
+    assert all(row.value == pytest.approx(hand_default(row.raw_score)) for row in rows)
+    for pair in CaptionPair.objects.filter(pk__in=[p.pk for p in pairs]):
+        assert pair.priming_status == PrimingStatus.DONE and pair.primes == [r[3] for r in primes_of(pair)]
+
+
+def test_an_interrupted_run_gives_its_claims_back_and_the_next_run_goes_on(priming):
+    pairs = make_pairs([1] * 5)
+    ids = [p.pk for p in pairs]
+    stored_batches = []
+
+    def stop_after_two(n):
+        stored_batches.append(n)
+        if len(stored_batches) == 2:
+            raise KeyboardInterrupt  # what Ctrl-C or the command's SIGTERM handler raises
+
+    with pytest.raises(KeyboardInterrupt):
+        prime_runner.run_priming(ids, batch_size=1, claim_chunk=2, progress=stop_after_two)
+    statuses = list(CaptionPair.objects.filter(pk__in=ids).order_by("pk").values_list("priming_status", flat=True))
+    # Batches 1-2 stored; batch 3 was claimed (with 4, the next chunk) and being scored: given back.
+    assert statuses == ["done", "done", "pending", "pending", "pending"]
+    assert ModelRating.objects.count() == 4
+    assert prime_runner.run_priming(ids, batch_size=2)["primed"] == 3
+    assert sorted(_prime_counts(ids).values()) == [2] * 5
+
+
+# --- FLEUR and RefFLEUR ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def with_fleur(priming, tiny_llava_dir):
+    priming.RATINGGAME = {**priming.RATINGGAME, "PRIMING_FLEUR_MODEL": str(tiny_llava_dir)}
+    loaded_models_clear()
+    yield priming
+    loaded_models_clear()
+
+
+def test_fleur_takes_its_slots_from_the_registrys_order(with_fleur):
+    plain = make_pairs([1])
+    with_refs = make_pairs([1], references=["a dog on grass", "a brown dog"])
+    assert prime_pairs.delay([p.pk for p in plain + with_refs]).get()["primed"] == 2
+    # Least to most trusted: CLIP-S, RefCLIP-S, FLEUR, RefFLEUR (the predictor is not active).
+    assert [r[1] for r in primes_of(plain[0])] == ["clip_s", "fleur"]
+    assert [r[1] for r in primes_of(with_refs[0])] == ["fleur", "ref_fleur"]
+    for row in ModelRating.objects.filter(metric__in=["fleur", "ref_fleur"]):
+        # The tiny LLaVA answers "0.85" with digit probabilities that smooth to ~0.70.
+        assert 0.6 < row.raw_score < 0.8
+        assert row.value == pytest.approx(1 + 4 * row.raw_score)  # the default map: 0 -> 1, 1 -> 5
+        assert row.calibration.method == Calibration.Method.DEFAULT
+        assert row.model_identity.startswith(str(with_fleur.RATINGGAME["PRIMING_FLEUR_MODEL"]))
+        assert row.explanation == ""  # not asked for
+
+
+def test_explanations_are_stored_with_the_fleur_primes_on_request(with_fleur, capsys):
+    pairs = make_pairs([1]) + make_pairs([1], references=["a dog on grass"])
+    call_command("prime_pairs", "--explain")
+    assert "2 pair(s): 2 primed" in capsys.readouterr().out
+    explained = dict(ModelRating.objects.values_list("metric", "explanation").distinct())
+    # The tiny LLaVA answers its follow-up question ("Why? Tell me the reason.") with "0.85" too.
+    assert explained == {"clip_s": "", "fleur": "0.85", "ref_fleur": "0.85"}
+    assert set(CaptionPair.objects.filter(pk__in=[p.pk for p in pairs]).values_list("priming_status", flat=True)) == {
+        PrimingStatus.DONE
+    }
+
+
+def test_pairs_are_primed_without_fleur_when_the_model_does_not_answer_with_a_score(priming, tmp_path, caplog):
+    from tests.scoring.priming.tiny_llava import save_tiny_llava
+
+    rambling = save_tiny_llava(tmp_path / "random-llava", answer=False)
+    priming.RATINGGAME = {**priming.RATINGGAME, "PRIMING_FLEUR_MODEL": str(rambling)}
+    loaded_models_clear()
+    (pair,) = make_pairs([1])
+    assert prime_runner.run_priming([pair.pk])["primed"] == 1
+    assert [r[1] for r in primes_of(pair)] == ["clip_s", "clip_s"]
+    assert "primed without FLEUR: the model's answer" in caplog.text
+
+
+def test_a_bad_fleur_model_stops_the_command_before_any_pair_changes(priming, tmp_path):
+    from django.core.management import CommandError
+
+    make_pairs([1, 1])
+    before = list(CaptionPair.objects.order_by("pk").values("priming_status", "priming_error", "priming_claimed_at"))
+    with pytest.raises(CommandError) as caught:
+        call_command("prime_pairs", "--fleur-model", str(tmp_path / "no-such-llava"))
+    assert "no pair was changed" in str(caught.value) and "FLEUR model folder not found" in str(caught.value)
+    assert list(CaptionPair.objects.order_by("pk").values("priming_status", "priming_error", "priming_claimed_at")) == (
+        before
+    )
+    assert not ModelRating.objects.exists()
+
+
 # --- PAC-S, the learned predictor's slot, unusual image modes ---------------------------------
 
 TINY_NAME = "ratinggame-tiny-clip"
@@ -474,6 +574,67 @@ def _prime_counts(ids: list[int]) -> dict[int, int]:
     return counts
 
 
+def _worker_env(priming, tiny_dir, stale_seconds: int) -> dict:
+    """The environment of a worker or command process on this test's PostgreSQL database."""
+    db = connection.settings_dict
+    return {
+        **os.environ,
+        "DATABASE_URL": f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:"
+        f"{db['PORT'] or 5432}/{db['NAME']}",
+        "MEDIA_ROOT": str(priming.MEDIA_ROOT),
+        "RATINGGAME_PRIMING_MODEL": str(tiny_dir),
+        "RATINGGAME_PRIMING_PRETRAINED": "",
+        "RATINGGAME_PRIMING_DEVICE": "cpu",
+        "RATINGGAME_PRIMING_STALE_SECONDS": str(stale_seconds),
+        "DJANGO_SETTINGS_MODULE": "ratinggame.settings",
+    }
+
+
+def _command_start(env: dict, log_path: Path) -> subprocess.Popen:
+    with log_path.open("ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "manage.py", "prime_pairs", "--batch-size", "1"],
+            cwd=Path(__file__).resolve().parents[3],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_the_command_stopped_or_killed_goes_on_where_it_stopped(require_postgres, priming, tiny_dir, tmp_path, how):
+    stale_seconds = 4
+    pairs = make_pairs([1] * 12)
+    ids = [p.pk for p in pairs]
+    env = _worker_env(priming, tiny_dir, stale_seconds)
+    log_path = tmp_path / "command.log"
+    # A slowed-down run (test-only sleep before storing each one-pair batch), stopped after its first pair.
+    command = _command_start({**env, "RATINGGAME_PRIMING_TEST_SLEEP_SECONDS": "1"}, log_path)
+    try:
+        _wait_for(lambda: 2 in _prime_counts(ids).values(), 120, "a first primed pair", log_path)
+        command.send_signal(getattr(signal, how))
+        command.wait(timeout=60)
+    finally:
+        if command.poll() is None:
+            command.kill()
+    counts = _prime_counts(ids)
+    assert set(counts.values()) == {0, 2} and list(counts.values()).count(2) < len(ids)
+    running = CaptionPair.objects.filter(pk__in=ids, priming_status=PrimingStatus.RUNNING).count()
+    if how == "SIGTERM":
+        assert command.returncode == 1 and "interrupted:" in log_path.read_text()
+        assert running == 0  # every claim not stored was given back
+    else:
+        assert 0 < running <= prime_runner.CLAIM_BATCHES  # the batches claimed ahead, until stale
+    # A new run primes what waits; after PRIMING_STALE_SECONDS, the stranded claims too.
+    time.sleep(stale_seconds + 1 if running else 0)
+    rerun = _command_start(env, log_path)
+    assert rerun.wait(timeout=300) == 0, log_path.read_text()[-3000:]
+    assert set(_prime_counts(ids).values()) == {2}
+    assert ModelRating.objects.filter(pair_id__in=ids).count() == 2 * len(ids)
+
+
 @pytest.fixture
 def redis_broker(redis_url):
     import redis
@@ -493,19 +654,7 @@ def test_real_worker_primes_each_pair_exactly_twice_even_when_killed_mid_batch(
 ):
     stale_seconds = 3
     priming.RATINGGAME = {**priming.RATINGGAME, "PRIMING_STALE_SECONDS": stale_seconds}
-    db = connection.settings_dict
-    env = {
-        **os.environ,
-        "CELERY_BROKER_URL": redis_broker,
-        "DATABASE_URL": f"postgres://{db['USER'] or 'postgres'}@{db['HOST'] or '127.0.0.1'}:"
-        f"{db['PORT'] or 5432}/{db['NAME']}",
-        "MEDIA_ROOT": str(priming.MEDIA_ROOT),
-        "RATINGGAME_PRIMING_MODEL": str(tiny_dir),
-        "RATINGGAME_PRIMING_PRETRAINED": "",
-        "RATINGGAME_PRIMING_DEVICE": "cpu",
-        "RATINGGAME_PRIMING_STALE_SECONDS": str(stale_seconds),
-        "DJANGO_SETTINGS_MODULE": "ratinggame.settings",
-    }
+    env = {**_worker_env(priming, tiny_dir, stale_seconds), "CELERY_BROKER_URL": redis_broker}
     log_path = tmp_path / "worker.log"
 
     # 1. Pairs created the normal way are dispatched on commit and primed by the worker.
@@ -522,8 +671,10 @@ def test_real_worker_primes_each_pair_exactly_twice_even_when_killed_mid_batch(
     finally:
         process_group_stop(worker)
 
-    # 2. A slowed-down worker (test-only sleep per pair) is SIGKILLed mid-batch.
-    worker = _start_worker({**env, "RATINGGAME_PRIMING_TEST_SLEEP_SECONDS": "1"}, log_path)
+    # 2. A slowed-down worker (test-only sleep before storing each batch, one pair per batch) is
+    # SIGKILLed mid-run.
+    slowed = {**env, "RATINGGAME_PRIMING_TEST_SLEEP_SECONDS": "1", "RATINGGAME_PRIMING_BATCH_SIZE": "1"}
+    worker = _start_worker(slowed, log_path)
     try:
         batch = make_pairs([2, 2, 2, 2])
         batch_ids = [p.pk for p in batch]
