@@ -23,9 +23,14 @@ run: $(VENV)/.runtime
 	$(PY) manage.py load_demo
 	$(PY) manage.py runserver 127.0.0.1:$(PORT)
 
-# The whole test suite (SQLite unless DATABASE_URL points at PostgreSQL).
+# The whole test suite (SQLite unless DATABASE_URL points at PostgreSQL), on every core
+# (pytest-xdist). The full-size run (CI's RATINGGAME_REQUIRE_SERVICES=1, or RATINGGAME_FULL_TESTS=1)
+# is one process: its fault tests stop and restart the machine's Redis and PostgreSQL, which a
+# test running beside them would see. TEST_PROCESSES=0 runs any suite in one process.
+FULL_SIZE := $(filter 1,$(RATINGGAME_REQUIRE_SERVICES) $(RATINGGAME_FULL_TESTS))
+TEST_PROCESSES ?= $(if $(FULL_SIZE),0,auto)
 test: $(VENV)/.dev
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n $(TEST_PROCESSES)
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .

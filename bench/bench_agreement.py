@@ -3,7 +3,7 @@
 VICR: 15,646 pairs, 68,217 ratings (3..7 per pair), 100 repetitions. Goals on the 2-core
 development machine: the virtual-rater report under 2 s, and the export's whole statistics
 block with 1,000 bootstrap resamples (virtual raters and all ratings, overall and per caption
-source, and 4 metric correlations on the 20% test split, each with its 95% interval) under
+source, and 4 metric correlations on the 20% test split, overall and per source, each with its 95% interval) under
 10 s. Synthetic ratings, seeded: a latent quality per pair plus rater noise, rounded to the
 1..5 scale; 5 caption sources; model scores are the quality plus noise.
 
@@ -47,6 +47,11 @@ def statistics_block(pairs: list[list[int]], options) -> dict:
     for column in range(4):
         scores = {index: float(np.mean(pair)) + rng.normal(0, 1) for index, pair in test.items()}
         block[f"metric {column}"] = metric_correlation(scores, test, resamples=options.resamples, seed=0)
+        for name in range(5):  # and per caption source
+            chosen = {index: pair for index, pair in test.items() if source[index] == name}
+            block[f"metric {column} source {name}"] = metric_correlation(
+                scores, chosen, resamples=options.resamples, seed=0
+            )
     return block
 
 

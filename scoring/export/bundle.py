@@ -206,33 +206,33 @@ def export_statistics(
         split_counts[name]["images"] = len(split_images[name])
     test_ratings = {pair_id: values for pair_id, values in ratings.items() if splits[pair_id] == TEST}
     few_test_images = split_counts[TEST]["images"] < MIN_IMAGES_TO_INTERPRET
-    correlations, model_scores = [], []
-    for column in data.model_columns:
-        by_pair = data.model_scores[(column.metric, column.model_identity)]
-        model_scores.append(
-            {
-                "metric": column.metric,
-                "model_identity": column.model_identity,
-                "column_raw": f"score__{column.stem}__raw",
-                "column_calibrated": f"score__{column.stem}__calibrated",
-                **({"column_explanation": f"score__{column.stem}__explanation"} if column.explained else {}),
-                "pairs": len(by_pair),
-            }
+    model_scores = [
+        {
+            "metric": column.metric,
+            "model_identity": column.model_identity,
+            "column_raw": f"score__{column.stem}__raw",
+            "column_calibrated": f"score__{column.stem}__calibrated",
+            **({"column_explanation": f"score__{column.stem}__explanation"} if column.explained else {}),
+            "pairs": len(data.model_scores[(column.metric, column.model_identity)]),
+        }
+        for column in data.model_columns
+    ]
+    correlations = _metric_correlations(data, test_ratings, parameters, few_test_images=few_test_images)
+    test_by_source: dict[str, dict[int, list[int]]] = {source: {} for source in by_source}
+    test_images_by_source: dict[str, set[int]] = {source: set() for source in by_source}
+    for pair in data.pairs:
+        if splits[pair.id] == TEST:
+            test_by_source[pair.source][pair.id] = pair.ratings
+            test_images_by_source[pair.source].add(pair.image_id)
+    correlations_by_source = {
+        source: _metric_correlations(
+            data,
+            test_by_source[source],
+            parameters,
+            few_test_images=len(test_images_by_source[source]) < MIN_IMAGES_TO_INTERPRET,
         )
-        for kind, index in (("raw", 0), ("calibrated", 1)):
-            scores = {pair_id: values[index] for pair_id, values in by_pair.items()}
-            correlations.append(
-                {
-                    "metric": column.metric,
-                    "model_identity": column.model_identity,
-                    "score": kind,
-                    "split": TEST,
-                    **metric_correlation(
-                        scores, test_ratings, resamples=parameters["resamples"], seed=parameters["seed"]
-                    ),
-                }
-            )
-            correlations[-1]["too_few"] = correlations[-1]["too_few"] or few_test_images
+        for source in sorted(by_source)
+    }
     return json_safe(
         {
             "parameters": parameters,
@@ -252,8 +252,27 @@ def export_statistics(
             "source_distributions": source_distributions((pair.source, consensus[pair.id]) for pair in data.pairs),
             "model_scores": model_scores,
             "metric_correlations": correlations,
+            "metric_correlations_by_source": correlations_by_source,
         }
     )
+
+
+def _metric_correlations(
+    data: ExportData, test_ratings: dict[int, list[int]], parameters: dict, *, few_test_images: bool
+) -> list[dict]:
+    """τ_c of each stored model score (raw and calibrated) against the human ratings of ``test_ratings``
+    (the test split, or one caption source's part of it), each with its bootstrap interval."""
+    rows = []
+    for column in data.model_columns:
+        by_pair = data.model_scores[(column.metric, column.model_identity)]
+        for kind, index in (("raw", 0), ("calibrated", 1)):
+            scores = {pair_id: values[index] for pair_id, values in by_pair.items()}
+            row = metric_correlation(scores, test_ratings, resamples=parameters["resamples"], seed=parameters["seed"])
+            row["too_few"] = row["too_few"] or few_test_images
+            rows.append(
+                {"metric": column.metric, "model_identity": column.model_identity, "score": kind, "split": TEST, **row}
+            )
+    return rows
 
 
 def _split_files_write(out: Path, fmt: str, tables: dict[str, tuple], splits: dict[int, str]) -> None:

@@ -17,6 +17,11 @@ def _figure(value: float | None, digits: int = 1) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
+def _correlation_row(row: dict) -> dict:
+    """A metric correlation with its τ_c and interval as text."""
+    return {**row, "tau_text": _figure(row["tau_c"]), "interval": _interval(row)}
+
+
 def _interval(found: dict | None, digits: int = 1) -> str:
     found = found or {}
     low, high = found.get("ci_low"), found.get("ci_high")
@@ -126,9 +131,11 @@ def _context(statistics: dict) -> dict:
         {"source": source, "counts": list(counts.values()), "total": sum(counts.values())}
         for source, counts in statistics["source_distributions"].items()
     ]
-    correlations = [
-        {**row, "tau_text": _figure(row["tau_c"]), "interval": _interval(row)}
-        for row in statistics["metric_correlations"]
+    correlations = [_correlation_row(row) for row in statistics["metric_correlations"]]
+    source_correlations = [
+        _correlation_row({**row, "source": source})
+        for source, rows in (statistics.get("metric_correlations_by_source") or {}).items()
+        for row in rows
     ]
     game = settings.RATINGGAME
     return {
@@ -149,6 +156,7 @@ def _context(statistics: dict) -> dict:
         ],
         "source_rows": sources,
         "correlations": correlations,
+        "source_correlations": source_correlations,
         "distribution_svg": mark_safe(  # noqa: S308 - built from escaped text in export_figures
             distribution_bars_svg(distribution, figure_id="fig-distribution", title="Rating distribution")
         ),

@@ -305,6 +305,39 @@ def test_metric_correlation_is_method_a_on_the_test_split(world, tmp_path):
     assert found["ratings"] == len(ratings) and found["split"] == "test"
 
 
+def test_metric_correlations_per_caption_source_are_method_a_on_each_sources_test_pairs(world, tmp_path):
+    out = tmp_path / "out"
+    build(out, formats=("csv",))
+    statistics = json.loads((out / "statistics.json").read_text())
+    column = next(m for m in statistics["model_scores"] if (m["metric"], m["model_identity"]) == CLIP)
+    pairs = {row["pair_id"]: row for row in read_csv(out / "pairs.csv")}
+    rows_by_source = defaultdict(lambda: ([], []))
+    for row in read_csv(out / "ratings.csv"):
+        pair = pairs[row["pair_id"]]
+        if pair["split"] == "test" and pair[column["column_raw"]]:
+            scores, ratings = rows_by_source[pair["source"]]
+            scores.append(float(pair[column["column_raw"]]))
+            ratings.append(int(row["rating"]))
+    by_source = statistics["metric_correlations_by_source"]
+    assert set(by_source) == {row["source"] for row in pairs.values()}
+    checked = 0
+    for source, (scores, ratings) in rows_by_source.items():
+        found = next(c for c in by_source[source] if (c["metric"], c["model_identity"], c["score"]) == (*CLIP, "raw"))
+        assert found["ratings"] == len(ratings)
+        if len(set(scores)) > 1 and len(set(ratings)) > 1:
+            assert found["tau_c"] == pytest.approx(100 * stats.kendalltau(scores, ratings, variant="c").statistic)
+            checked += 1
+    assert checked >= 2, "the fixed world should put scored test pairs of several sources and qualities"
+    # The sources together hold the test split's rows, and every per-source figure says how few it rests on.
+    overall = next(
+        c for c in statistics["metric_correlations"] if (c["metric"], c["model_identity"], c["score"]) == (*CLIP, "raw")
+    )
+    assert overall["ratings"] == sum(len(ratings) for _, ratings in rows_by_source.values())
+    assert all(row["too_few"] for rows in by_source.values() for row in rows)  # 30 pairs: under the minimum
+    report = (out / "report.html").read_text()
+    assert "by caption source" in report and "Too few to interpret" in report
+
+
 def test_pseudonymous_rater_ids(world, tmp_path):
     build(tmp_path / "out", formats=("jsonl",))
     rows = read_jsonl(tmp_path / "out" / "ratings.jsonl")
