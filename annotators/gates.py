@@ -11,7 +11,7 @@ from django.urls import reverse
 from annotators.journey import PLAYING_STEPS, Step
 from annotators.progress import current_step
 from annotators.scale import LEVELS
-from ratinggame.models import CaptionPair, Pool
+from ratinggame.models import CaptionPair, Pool, Rating
 
 __all__ = ["PLAYING_STEPS", "STEP_STAGES", "guide_context", "step_gate", "step_url"]
 
@@ -36,12 +36,15 @@ def step_gate(user, allowed: frozenset[Step] | set[Step]) -> HttpResponse | None
     return redirect(step_url(step))
 
 
-def guide_context() -> dict:
+def guide_context(user) -> dict:
     """What the Rating Guide (annotators/_guide.html) needs on every page that has it: the levels,
     and beside each one an example, the first tutorial pair (in display order) the experts rated
-    at that level (None where the tutorial has none)."""
+    at that level among those ``user`` has already rated (None where there is none). A pair the
+    rater has not rated yet is never an example: in the tutorial the guide opens beside the pair
+    being rated, and its expert rating would be the answer."""
     examples: dict[int, CaptionPair] = {}
-    tutorial = CaptionPair.objects.filter(pool=Pool.TUTORIAL, expert_rating__isnull=False).select_related("image")
-    for pair in tutorial.order_by("display_order", "id"):
+    rated = Rating.objects.filter(rater=user, stage=Pool.TUTORIAL).values("pair_id")
+    tutorial = CaptionPair.objects.filter(pool=Pool.TUTORIAL, expert_rating__isnull=False, pk__in=rated)
+    for pair in tutorial.select_related("image").order_by("display_order", "id"):
         examples.setdefault(pair.expert_rating, pair)
     return {"levels": LEVELS, "guide_levels": [(level, examples.get(level.value)) for level in LEVELS]}

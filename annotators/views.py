@@ -80,7 +80,7 @@ def intro(request: HttpRequest) -> HttpResponse:
         request,
         "annotators/intro.html",
         {
-            **guide_context(),
+            **guide_context(request.user),
             "step": step,
             "steps": Step,
             "min_seconds": journey.min_seconds(step),

@@ -62,7 +62,7 @@ def rate(request: HttpRequest, stage: str) -> HttpResponse:
     except game.RatingRejected as rejected:
         return rejected_response(request, rejected)
     if served is None:
-        return render(request, "ratinggame/no_pairs.html", guide_context())
+        return render(request, "ratinggame/no_pairs.html", guide_context(request.user))
     refused = request.session.pop(REFUSED_KEY, None) or {}
     if refused.get("assignment") != served.assignment_id:
         refused = {}
@@ -111,7 +111,7 @@ def rate_response(request: HttpRequest, served: "game.Served", *, error: str = "
     image = Image.objects.get(pairs=served.pair_id)
     upcoming = next_pair_image(rater=request.user, served=served)
     context = {
-        **guide_context(),
+        **guide_context(request.user),
         "served": served,
         "stage": served.stage,
         "error": error,
@@ -154,7 +154,7 @@ def feedback_response(request: HttpRequest, feedback_: "game.Feedback") -> HttpR
     next_round = _round_after(request.user, rating) if fb.transition == "probation_failed" else ""
     outcome = outcome_for(fb, next_round=next_round)
     context = {
-        **guide_context(),
+        **guide_context(request.user),
         "fb": fb,
         "stage": fb.stage,
         "pair": rating.pair,
@@ -342,5 +342,5 @@ def data_delete(request: HttpRequest) -> HttpResponse:
 def rejected_response(request: HttpRequest, rejected: "game.RatingRejected") -> HttpResponse:
     if rejected.code == "suspended":
         return render(request, "annotators/suspended.html", status=rejected.status)
-    context = {**guide_context(), "message": rejected.message, "code": rejected.code}
+    context = {**guide_context(request.user), "message": rejected.message, "code": rejected.code}
     return render(request, "ratinggame/rating_error.html", context, status=rejected.status)

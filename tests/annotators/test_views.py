@@ -325,6 +325,25 @@ def test_suspended_rater_sees_a_clear_page_and_cannot_rate(client, tutorial):
 # --- Rejections: clear messages, right status codes, nothing stored --------------------------
 
 
+def test_the_guide_beside_a_tutorial_pair_never_shows_a_pair_the_rater_has_not_rated(client, tutorial):
+    # The guide's examples are tutorial pairs with their expert ratings: an unrated one, the pair
+    # on the screen above all, would hand the rater its answer.
+    user = rater()
+    client.force_login(user)
+    first = body(client.get(reverse("rate", args=["tutorial"])))
+    assert tutorial[0].caption in first  # the pair being rated
+    assert "guide-example" not in first
+    assignment_id = open_assignment_id_in(first)
+    look_long_enough(user)
+    client.post(reverse("rate", args=["tutorial"]), {"assignment": assignment_id, "value": "4"})
+    second = body(client.get(reverse("rate", args=["tutorial"])))
+    assert tutorial[1].caption in second
+    # The pair just rated (expert 5, its answer now shown in the feedback) is the one example.
+    assert second.count('class="guide-example"') == 1
+    assert f"rated 5 by the experts: “{tutorial[0].caption}”" in second
+    assert f"“{tutorial[1].caption}”" not in second
+
+
 def test_early_submit_redirects_to_the_pair_with_the_message_and_the_choice(client, tutorial):
     user = rater()
     client.force_login(user)

@@ -10,7 +10,7 @@ import pytest
 from annotators.models import RaterState
 from ratinggame.models import Pool, Rating
 from tests.browser import ARTIFACTS, SIZES, chromium, inside_viewport, photo_like_image, signed_in, wait_until
-from tests.factories import CaptionPairFactory, ProbationPairFactory, TutorialPairFactory
+from tests.factories import CaptionPairFactory, ProbationPairFactory, TutorialPairFactory, rating_make
 from tests.ratinggame.journey_helpers import rater
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -224,11 +224,14 @@ def test_a_dispute_and_its_outcome_reach_the_rater(live_server, chromium_path, f
 
 
 def test_the_rating_guide_opens_beside_the_image_with_one_example_per_level(live_server, chromium_path, fast):
+    user = rater(RaterState.TUTORIAL)
+    # The examples are tutorial pairs this rater has already rated; the pair being rated is not one.
     for level in (5, 4, 3, 2, 1):
-        TutorialPairFactory(
+        example = TutorialPairFactory(
             image=photo_like_image(30 + level), caption=f"Example at level {level}", expert_rating=level
         )
-    user = rater(RaterState.TUTORIAL)
+        rating_make(rater=user, pair=example, value=level)
+    TutorialPairFactory(image=photo_like_image(40), caption="The pair being rated", expert_rating=4)
     with chromium(chromium_path) as browser:
         page = signed_in(browser, live_server, user, **SIZES["1280x720"])
         page.goto(f"{live_server.url}/play/tutorial/")
@@ -240,6 +243,7 @@ def test_the_rating_guide_opens_beside_the_image_with_one_example_per_level(live
         assert [text.split(": ", 1)[0] for text in examples] == [
             f"For example, rated {level} by the experts" for level in (5, 4, 3, 2, 1)
         ]
+        assert not any("The pair being rated" in text for text in examples)
         # A side panel right of the image: the image stays in full view, and 1-5 still choose.
         assert (
             page.locator("#pair-image").bounding_box()["x"] + page.locator("#pair-image").bounding_box()["width"]
