@@ -118,12 +118,18 @@ class Drift:
         return f"pair {self.pair_id}: " + ", ".join(changed)
 
 
-def _expected_rank(pool: str, stored_rank: int | None, human: Aggregates, in_flight: int) -> int | None:
+def _expected_rank(
+    pool: str, withdrawn: bool, stored_rank: int | None, human: Aggregates, in_flight: int
+) -> int | None:
     # Only game pairs are served by rank; the rank other pools keep is never read.
     if pool != Pool.GAME:
         return stored_rank
     return assign_rank_for(
-        human_count=human.count, human_sum=int(human.total), human_sumsq=int(human.total_sq), in_flight=in_flight
+        human_count=human.count,
+        human_sum=int(human.total),
+        human_sumsq=int(human.total_sq),
+        in_flight=in_flight,
+        withdrawn=withdrawn,
     )
 
 
@@ -134,7 +140,7 @@ def _counters_of(pair: CaptionPair) -> PairCounters:
 def _counters_from_rows(pair: CaptionPair) -> PairCounters:
     human = pair_aggregates_recompute(pair)
     in_flight = Assignment.objects.filter(pair=pair, holds_slot=True).count()
-    rank = _expected_rank(pair.pool, pair.assign_rank, human, in_flight)
+    rank = _expected_rank(pair.pool, pair.withdrawn_at is not None, pair.assign_rank, human, in_flight)
     return PairCounters(human.count, int(human.total), int(human.total_sq), in_flight, rank)
 
 
@@ -155,11 +161,11 @@ def _suspects(batch: list[tuple]) -> list[int]:
         .values_list("pair_id", "n")
     )
     suspects = []
-    for pair_id, pool, *stored in batch:
+    for pair_id, pool, withdrawn_at, *stored in batch:
         stored = PairCounters(*stored)
         human = ratings.get(pair_id, Aggregates(0, 0, 0))
         in_flight = holding.get(pair_id, 0)
-        rank = _expected_rank(pool, stored.assign_rank, human, in_flight)
+        rank = _expected_rank(pool, withdrawn_at is not None, stored.assign_rank, human, in_flight)
         if stored != PairCounters(human.count, human.total, human.total_sq, in_flight, rank):
             suspects.append(pair_id)
     return suspects
@@ -194,7 +200,7 @@ def pairs_aggregates_check(*, repair: bool = False, batch_size: int = 2000) -> l
         batch = list(
             CaptionPair.objects.filter(pk__gt=last_id)
             .order_by("pk")
-            .values_list("pk", "pool", *COUNTER_FIELDS)[:batch_size]
+            .values_list("pk", "pool", "withdrawn_at", *COUNTER_FIELDS)[:batch_size]
         )
         if not batch:
             return drifts

@@ -29,15 +29,19 @@ from django.db.models import Exists, OuterRef, QuerySet
 from ratinggame.models import MAX_HUMAN_RATINGS, MIN_HUMAN_RATINGS, Assignment, AssignRank, CaptionPair, Pool
 
 
-def assign_rank_for(*, human_count: int, human_sum: int, human_sumsq: int, in_flight: int) -> int | None:
-    """The pair's rank in the serving order, or None when it takes no more raters.
+def assign_rank_for(
+    *, human_count: int, human_sum: int, human_sumsq: int, in_flight: int, withdrawn: bool = False
+) -> int | None:
+    """The game pair's rank in the serving order, or None when it takes no more raters.
 
+    A pair withdrawn after reports (``ratinggame.game.reports``) takes none until staff put it
+    back in play.
     Committed ratings (stored plus open assignments) below 3: the pair needs more, and the
     closer it is to 3 the sooner it is served (started before fresh). From 3 to 6: only when
     the stored human ratings still disagree (not all equal: n * sum(x²) != (sum x)²).
     """
     committed = human_count + in_flight
-    if committed >= MAX_HUMAN_RATINGS:
+    if withdrawn or committed >= MAX_HUMAN_RATINGS:
         return None
     if committed < MIN_HUMAN_RATINGS:
         return (AssignRank.FRESH, AssignRank.STARTED, AssignRank.NEAR_MINIMUM)[committed]
@@ -46,10 +50,8 @@ def assign_rank_for(*, human_count: int, human_sum: int, human_sumsq: int, in_fl
 
 
 def pair_rank_refresh(pair: CaptionPair) -> None:
-    """Set ``pair.assign_rank`` from its counters (the caller holds the row lock and saves).
-
-    A pair withdrawn after reports (``ratinggame.game.reports``) takes no more raters."""
-    if pair.pool != Pool.GAME or pair.withdrawn_at is not None:
+    """Set ``pair.assign_rank`` from its counters (the caller holds the row lock and saves)."""
+    if pair.pool != Pool.GAME:
         pair.assign_rank = None
         return
     pair.assign_rank = assign_rank_for(
@@ -57,6 +59,7 @@ def pair_rank_refresh(pair: CaptionPair) -> None:
         human_sum=pair.human_sum,
         human_sumsq=pair.human_sumsq,
         in_flight=pair.in_flight,
+        withdrawn=pair.withdrawn_at is not None,
     )
 
 
@@ -74,19 +77,23 @@ def game_pair_claim(*, rater: AbstractBaseUser, wait: bool = False) -> CaptionPa
     """
     if not wait:
         return _slot_counted(claim_query(rater=rater).first())
-    while (head := _candidates(rater).values_list("pk", flat=True).first()) is not None:
+    passed: list[int] = []
+    while (head := _candidates(rater).exclude(pk__in=passed).values_list("pk", flat=True).first()) is not None:
         with transaction.atomic():
             pair = claim_query(rater=rater, skip_locked=False).filter(pk=head).first()
-            if pair is None:
+            if pair is not None:
+                pair_rank_refresh(pair)
+            if pair is None or pair.assign_rank is None:
                 # It filled up while we waited (PostgreSQL checks the WHERE again on the row it
-                # gets). Its lock is kept to the end of the transaction unless the savepoint is
-                # rolled back: give it back before waiting for the next one, or two raters
-                # waiting for each other's pairs would deadlock.
+                # gets), or its stored rank was stale. Its lock is kept to the end of the
+                # transaction unless the savepoint is rolled back: give it back before waiting
+                # for the next one, or two raters waiting for each other's pairs would deadlock.
+                # A stale rank is corrected by the next claim that does not wait, or by
+                # check_aggregates.
                 transaction.set_rollback(True)
+                passed.append(head)
                 continue
-        slot = _slot_counted(pair)
-        if slot is not None:
-            return slot
+        return _slot_take(pair)
     return None
 
 
@@ -98,6 +105,11 @@ def _slot_counted(pair: CaptionPair | None) -> CaptionPair | None:
     if pair.assign_rank is None:  # a stale stored rank: correct it (the caller looks again)
         pair.save(update_fields=["assign_rank"])
         return None
+    return _slot_take(pair)
+
+
+def _slot_take(pair: CaptionPair) -> CaptionPair:
+    """``pair`` (locked, its rank current) with the new assignment counted."""
     pair.in_flight += 1
     pair_rank_refresh(pair)
     return pair

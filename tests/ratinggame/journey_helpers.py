@@ -106,7 +106,6 @@ def assert_pairs_consistent() -> None:
             human_sum=pair.human_sum,
             human_sumsq=pair.human_sumsq,
             in_flight=pair.in_flight,
+            withdrawn=pair.withdrawn_at is not None,  # withdrawn after reports: served to nobody
         )
-        if pair.withdrawn_at is not None:  # withdrawn after reports: served to nobody
-            expected_rank = None
         assert pair.assign_rank == expected_rank, pair

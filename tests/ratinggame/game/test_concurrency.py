@@ -273,3 +273,26 @@ def test_raters_waiting_for_locked_pairs_never_deadlock():
     assert not [result for result in results if isinstance(result, Exception)], results
     assert sum(results) == 4 * MAX_HUMAN_RATINGS
     assert_pairs_consistent()
+
+
+def test_a_waiting_claim_holds_no_lock_of_a_pair_whose_stored_rank_was_stale():
+    from django.db import OperationalError, transaction
+
+    from ratinggame.game.assignment import game_pair_claim
+
+    stale, good = game_pairs(2)
+    # The stored rank says "fresh", the counters say full: a rank that drifted.
+    CaptionPair.objects.filter(pk=stale.pk).update(human_count=MAX_HUMAN_RATINGS, human_sum=21, human_sumsq=63)
+    user = rater(RaterState.GAME)
+
+    def lock_stale_pair(_):
+        with transaction.atomic():
+            try:
+                return CaptionPair.objects.select_for_update(nowait=True).filter(pk=stale.pk).exists()
+            except OperationalError:
+                return "locked"
+
+    with transaction.atomic():
+        assert game_pair_claim(rater=user, wait=True).pk == good.pk
+        # While this transaction holds its claim, the stale pair it passed over is free.
+        assert run_at_once(lock_stale_pair, 1) == [True]

@@ -87,6 +87,19 @@ def test_staff_can_keep_a_reported_pair_out_of_play():
         reports_resolve(pair=pair, actor=UserFactory(is_staff=True), back_in_play=True, note="again")
 
 
+def test_a_withdrawn_pair_is_no_drift_and_the_periodic_repair_keeps_it_out_of_play():
+    from ratinggame.game.aggregates import pairs_aggregates_check
+
+    (pair,) = game_pairs(1)
+    for _ in range(2):
+        report_served(rater(RaterState.GAME))
+    assert CaptionPair.objects.get(pk=pair.pk).withdrawn_at is not None
+    # Out of the serving order because it was withdrawn, not because its counters drifted.
+    assert pairs_aggregates_check(repair=True) == []
+    assert CaptionPair.objects.get(pk=pair.pk).assign_rank is None
+    assert game.pair_serve(rater=rater(RaterState.GAME), now=T0) is None
+
+
 def test_skips_are_limited_per_hour_and_the_report_is_kept_past_the_limit():
     game_pairs(5)
     user = rater(RaterState.GAME)
