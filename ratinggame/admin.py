@@ -28,14 +28,14 @@ from ratinggame.pairs.validation import (
 
 
 def thumbnail(image: Image | None, size: int = 80) -> str:
-    """A preview from the image's display copies (the 160-px one in lists), never the original,
-    scaled to fit ``size`` pixels by its width and height attributes (the Content-Security-Policy
-    refuses inline style attributes)."""
+    """A preview from the image's display copies (the 160-px one in lists; the original until
+    they are made), scaled to fit ``size`` pixels by its width and height attributes (the
+    Content-Security-Policy refuses inline style attributes), upright as the copies are."""
     if image is None or not image.file:
         return "-"
     shown = display_image(image)
-    scale = min(1.0, size / max(image.width, image.height, 1))
-    width, height = max(1, round(image.width * scale)), max(1, round(image.height * scale))
+    scale = min(1.0, size / max(shown.width, shown.height, 1))
+    width, height = max(1, round(shown.width * scale)), max(1, round(shown.height * scale))
     return format_html(
         '<img src="{}" alt="{}" width="{}" height="{}" loading="lazy">',
         shown.thumb if size <= 160 else shown.src,

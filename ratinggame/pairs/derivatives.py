@@ -6,8 +6,8 @@ and 1024 px (never larger than the original), with the EXIF orientation applied,
 copies show the right way up even where a browser would not rotate the original. They are
 stored beside the original (``images/ab/<sha256>-480.webp``), are served with the same
 year-long cache headers (``ratinggame.pairs.media``), and are listed on
-``Image.derivatives``; pages offer them through ``srcset`` and link to the original only on
-demand (``display_image``).
+``Image.derivatives``; pages offer them through ``srcset`` (``display_image``) and link to the
+original only on demand.
 
 Made in the background once the transaction that stored an image commits
 (``derivatives_request``, from ``ratinggame.pairs.services.image_store``; never for an import
@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from django.core.files.base import ContentFile
-from django.core.files.storage import default_storage
 from PIL import Image as PILImage
 from PIL import ImageOps
 
 from ratinggame.background import dispatch
 from ratinggame.models import Image
+from scoring.priming.images import ALPHA_MODES, image_to_rgb
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +68,12 @@ def _long_sides(size: tuple[int, int]) -> list[int]:
 
 
 def _displayable(picture: PILImage.Image) -> PILImage.Image:
-    has_alpha = picture.mode in ("RGBA", "LA", "PA") or "transparency" in picture.info
-    return picture.convert("RGBA" if has_alpha else "RGB")
+    # Transparency stays (WebP keeps it; the page shows its own background through it). The rest
+    # becomes the 8-bit RGB picture the models see too: 16-bit and float images scaled, not
+    # clipped to white as Pillow's own conversion does, and CMYK through its profile.
+    if picture.mode in ALPHA_MODES or "transparency" in picture.info:
+        return picture.convert("RGBA")
+    return image_to_rgb(picture)
 
 
 def _store_copy(image: Image, upright: PILImage.Image, long_side: int) -> dict:
@@ -79,38 +83,37 @@ def _store_copy(image: Image, upright: PILImage.Image, long_side: int) -> dict:
     copy.save(buffer, format="WEBP", quality=WEBP_QUALITY, method=4)
     original = PurePosixPath(image.file.name)
     name = str(original.with_name(f"{original.stem}-{long_side}.webp"))
-    # Made again (``make_derivatives --force``): replace, never keep a second name beside it.
-    if default_storage.exists(name):
-        default_storage.delete(name)
-    stored = default_storage.save(name, ContentFile(buffer.getvalue()))
+    # The originals' storage: written under a temporary name and renamed into place, so a copy
+    # made again (``make_derivatives --force``, a task delivered twice) replaces the old one
+    # whole, with no moment without it and never a second, suffixed name beside it.
+    stored = image.file.storage.save(name, ContentFile(buffer.getvalue()))
     return {"name": stored, "width": copy.width, "height": copy.height}
 
 
 @dataclass(frozen=True)
 class DisplayImage:
     """What an ``<img>`` of a pair image needs: the best copy as ``src``, all copies as
-    ``srcset``, the oriented size for ``width``/``height``, and the original's URL."""
+    ``srcset``, the oriented size for ``width``/``height``, the smallest copy as ``thumb``."""
 
     src: str
     srcset: str
     width: int
     height: int
     thumb: str
-    original: str
 
 
 def display_image(image: Image) -> DisplayImage:
     """The display copies of ``image`` for a page (the original where there are none)."""
-    original = image.file.url
     copies = image.derivatives or []
     if not copies:
-        return DisplayImage(original, "", image.width, image.height, original, original)
+        original = image.file.url
+        return DisplayImage(original, "", image.width, image.height, original)
+    url = image.file.storage.url
     largest = copies[-1]
     return DisplayImage(
-        src=default_storage.url(largest["name"]),
-        srcset=", ".join(f"{default_storage.url(copy['name'])} {copy['width']}w" for copy in copies),
+        src=url(largest["name"]),
+        srcset=", ".join(f"{url(copy['name'])} {copy['width']}w" for copy in copies),
         width=largest["width"],
         height=largest["height"],
-        thumb=default_storage.url(copies[0]["name"]),
-        original=original,
+        thumb=url(copies[0]["name"]),
     )

@@ -3,6 +3,7 @@ served with long cache headers; pages offer them through srcset; a backfill comm
 
 import io
 
+import numpy as np
 import pytest
 from django.core.files.storage import default_storage
 from django.core.management import call_command
@@ -49,6 +50,25 @@ def test_a_stored_image_gets_upright_webp_copies_at_three_sizes(django_capture_o
             # The dark band that ran along the stored top edge is now down the right side.
             middle = picture.height // 2
             assert sum(picture.getpixel((picture.width - 2, middle))) < 60 < sum(picture.getpixel((1, middle)))
+
+
+def test_a_16_bit_grey_image_is_shown_grey_as_the_models_see_it(django_capture_on_commit_callbacks):
+    # 30000 of 65535: a mid grey. Pillow's own conversion clips it to white (255).
+    picture = PILImage.fromarray(np.full((48, 64), 30000, dtype=np.uint16))
+    assert picture.mode == "I;16"
+    buffer = io.BytesIO()
+    picture.save(buffer, format="PNG")
+    image = stored(buffer.getvalue(), django_capture_on_commit_callbacks)
+    with default_storage.open(image.derivatives[0]["name"]) as handle, PILImage.open(handle) as copy:
+        red, green, blue = copy.convert("RGB").getpixel((32, 24))
+    assert red == green == blue and abs(red - round(30000 / 65535 * 255)) <= 2
+
+
+def test_the_admin_preview_is_sized_upright_like_its_copy(django_capture_on_commit_callbacks):
+    from ratinggame.admin import thumbnail
+
+    image = stored(jpeg_bytes((2000, 1000), orientation=6), django_capture_on_commit_callbacks)
+    assert 'width="40" height="80"' in thumbnail(image)
 
 
 def test_small_originals_are_never_enlarged(django_capture_on_commit_callbacks):
