@@ -26,7 +26,7 @@ from ratinggame.api.permissions import IsResearcher
 from ratinggame.game.aggregates import in_force
 from ratinggame.models import Assignment, CaptionPair, CaptionSource, Image, ImportJob, Pool, PrimingStatus
 from ratinggame.pairs.importing import ManifestError
-from ratinggame.pairs.jobs import import_job_start
+from ratinggame.pairs.jobs import JOBS, import_job_start
 from ratinggame.pairs.validation import PairInvalid
 from ratinggame.unavailable import RETRY_AFTER_SECONDS
 from scoring.consensus import consensus_from_aggregates
@@ -218,7 +218,7 @@ def import_job_answer(job: ImportJob) -> Response:
     if job.status == ImportJob.Status.DONE:
         body = ImportReportSerializer({**job.report, "job_url": url}).data
         return Response(body, status=status.HTTP_200_OK if job.report["dry_run"] else status.HTTP_201_CREATED)
-    if job.status == ImportJob.Status.FAILED and job.started_at is None:  # the broker did not answer
+    if JOBS.never_queued(job):  # the broker did not answer
         response = error_response("unavailable", job.error, 503, {"job_url": url})
         response["Retry-After"] = str(RETRY_AFTER_SECONDS)
         return response
@@ -228,7 +228,9 @@ def import_job_answer(job: ImportJob) -> Response:
 
 
 class ManifestUpload(APIView):
-    """All or nothing: one bad row and nothing is written; the 400 names every bad row."""
+    """One bad row and nothing is written, the 400 naming every bad row (with ``skip_invalid``,
+    the good rows are imported and the bad ones named). A manifest of more rows than
+    ``RATINGGAME_IMPORT_INLINE_MAX_ROWS`` is imported by a worker: 202 and the job's address."""
 
     permission_classes = [IsResearcher]
     parser_classes = [MultiPartParser]

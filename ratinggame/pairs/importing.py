@@ -318,9 +318,11 @@ def validate_rows(
             errors.append(RowError(row.row, f"duplicate pair: already in the database as pair #{pk}"))
         else:
             still_valid.append(row)
-    errors.extend(_unnumbered_past_the_end(still_valid))
+    past_the_end = _unnumbered_past_the_end(still_valid)
+    refused = {error.row for error in past_the_end}
+    errors.extend(past_the_end)
     errors.sort(key=lambda e: e.row)
-    return [row for row in still_valid if row.row not in {e.row for e in errors}], errors
+    return [row for row in still_valid if row.row not in refused], errors
 
 
 def _unnumbered_past_the_end(valid: list[ValidRow]) -> list[RowError]:
@@ -350,7 +352,9 @@ def import_manifest(
 ) -> ImportReport:
     """Check every row, then write all of them in one transaction (or none).
 
-    ``progress`` hears where the import is: checking the rows (the first 80%), then writing.
+    ``progress`` hears where the import is: checking the rows (the first 80%), then that it
+    writes (the writing itself is one transaction: a progress row updated inside it would be
+    seen by nobody before the commit).
     """
     pool = clean_pool(pool)
     if not images_dir.is_dir():
@@ -367,18 +371,17 @@ def import_manifest(
         raise ImportFailed(report)
     if dry_run:
         return report
-    writing = (lambda fraction, message: progress(0.8 + 0.2 * fraction, message)) if progress else None
+    if progress is not None:
+        progress(0.8, f"Writing {len(valid):,} pairs")
     with transaction.atomic():
-        _write_rows(valid, report, source=f"imported from {manifest.name}", progress=writing)
+        _write_rows(valid, report, source=f"imported from {manifest.name}")
     report.written = True
     return report
 
 
-def _write_rows(valid: list[ValidRow], report: ImportReport, source: str, progress: Progress | None) -> None:
+def _write_rows(valid: list[ValidRow], report: ImportReport, source: str) -> None:
     next_order = {pool: last + 1 for pool, last in _last_display_orders().items()}
-    for number, row in enumerate(valid, start=1):
-        if progress is not None:
-            progress(number / len(valid), f"Writing the pairs ({number:,} of {len(valid):,})")
+    for row in valid:
         image, created = image_store(checked=row.checked, original_name=row.image_name, source=source)
         report.images_created += created
         report.images_reused += not created
