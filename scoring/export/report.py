@@ -172,7 +172,7 @@ def _context(statistics: dict) -> dict:
         "rules": journey.rules(),
         "min_ratings": MIN_HUMAN_RATINGS,
         "max_ratings": MAX_HUMAN_RATINGS,
-        "priming_model": game.get("PRIMING_MODEL") or "",
+        "priming_model": ", ".join(filter(None, (game.get("PRIMING_MODEL"), game.get("PRIMING_FLEUR_MODEL")))),
     }
 
 

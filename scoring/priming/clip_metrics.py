@@ -43,15 +43,9 @@ class _SharedScores:
         return self._last[1]
 
 
-_SHARED: dict[int, _SharedScores] = {}
-
-
 def _shared(models: PrimingModels) -> _SharedScores:
     clip = models.clip()
-    shared = _SHARED.get(id(clip))
-    if shared is None or shared.clip is not clip:
-        shared = _SHARED[id(clip)] = _SharedScores(clip, models.batch_size)
-    return shared
+    return models.kept(("clip scores", id(clip), models.batch_size), lambda: _SharedScores(clip, models.batch_size))
 
 
 class _ClipFamily:

@@ -24,6 +24,7 @@ options); the heavy models are built on first use and kept for the life of the p
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -113,6 +114,14 @@ class PrimingModels:
             from scoring.priming.fleur_scorer import load_fleur
 
             _LOADED[key] = load_fleur(self.fleur_model, self.device)
+        return _LOADED[key]
+
+    def kept(self, key: tuple, make: Callable[[], Any]) -> Any:
+        """What ``make`` builds over this configuration's loaded models, built once per process
+        and forgotten with them (``loaded_models_clear``)."""
+        key = ("kept", *key)
+        if key not in _LOADED:
+            _LOADED[key] = make()
         return _LOADED[key]
 
     def scorers(self) -> list[Scorer]:

@@ -133,6 +133,18 @@ def test_the_datasheet_states_the_rules_as_the_game_applies_them(world, tmp_path
         assert "Rounds of 20 curated pairs" in text and "collects 3 to 7 ratings" in text
 
 
+def test_the_datasheet_names_every_priming_model_configured(world, tmp_path, settings):
+    settings.RATINGGAME = {**settings.RATINGGAME, "PRIMING_MODEL": "", "PRIMING_FLEUR_MODEL": "/models/llava-1.5-7b"}
+    build(tmp_path / "fleur")
+    assert (
+        "Priming model configured at export time:\n   `/models/llava-1.5-7b`"
+        in (tmp_path / "fleur" / "datasheet.md").read_text()
+    )
+    settings.RATINGGAME = {**settings.RATINGGAME, "PRIMING_MODEL": "ViT-B-32/openai"}
+    build(tmp_path / "both")
+    assert "`ViT-B-32/openai, /models/llava-1.5-7b`" in (tmp_path / "both" / "README.md").read_text()
+
+
 FORMULAS = [
     '=HYPERLINK("http://evil.example/x","click")',
     "+cmd|' /C calc'!A0",
