@@ -95,6 +95,7 @@ class RaterStats:
     longest_run: int
     modal_share: float | None
     primed_ratings: int
+    primed_compared: int  # of them, on pairs with a consensus of other raters
     prime_equal_share: float | None
     prime_over_consensus: float | None
     open_disputes: int
@@ -229,7 +230,7 @@ def flags_for(stats: RaterStats, thresholds: dict) -> list[str]:
     ):
         flags.append("straight_liner")
     if (
-        stats.primed_ratings >= minimum
+        stats.primed_compared >= minimum
         and stats.prime_equal_share >= thresholds["PRIME_COPIER_SHARE"]
         and stats.prime_over_consensus is not None
         and stats.prime_over_consensus >= thresholds["PRIME_COPIER_MARGIN"]
@@ -296,6 +297,7 @@ def rater_statistics(profile_ids: list[int] | None = None) -> list[RaterStats]:
             longest_run=int(stats.longest_run[i]),
             modal_share=_none(stats.modal_share[i]),
             primed_ratings=int(stats.n_primed[i]),
+            primed_compared=int(stats.n_primed_compared[i]),
             prime_equal_share=_none(stats.prime_equal_share[i]),
             prime_over_consensus=_none(stats.prime_over_consensus[i]),
             open_disputes=disputes.get(profile.user_id, 0),

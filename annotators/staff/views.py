@@ -309,12 +309,6 @@ def rater_action(request: HttpRequest, profile_id: int, action: str) -> HttpResp
     return render(request, "annotators/staff/rater_action.html", context, status=status)
 
 
-HIDDEN_WHILE_RATING = (
-    "You are rating this pair now: its ratings and consensus stay hidden from you until you have rated it "
-    "(and then you can resolve its dispute)."
-)
-
-
 def pairs_held_by(user) -> set[int]:
     """The pairs ``user`` is rating now: SPEC 5 hides their ratings and consensus from them,
     whatever roles they hold, until they have rated."""
@@ -377,8 +371,7 @@ def dispute_resolve(request: HttpRequest, dispute_id: int) -> HttpResponse:
     row = _dispute_rows([dispute], request.user)[0]
     status = 200
     if request.method == "POST" and row["hidden"]:
-        form.add_error(None, HIDDEN_WHILE_RATING)
-        status = 400
+        status = 400  # the page says why (annotators/staff/_dispute.html)
     elif request.method == "POST":
         if form.is_valid():
             try:
@@ -394,7 +387,7 @@ def dispute_resolve(request: HttpRequest, dispute_id: int) -> HttpResponse:
                 messages.success(request, f"Dispute {dispute.pk} resolved.")
                 return redirect("staff:disputes")
         status = 400
-    context = {"row": _dispute_rows([dispute], request.user)[0] if status == 200 else row, "form": form}
+    context = {"row": row, "form": form}
     return render(request, "annotators/staff/dispute_resolve.html", context, status=status)
 
 

@@ -5,12 +5,13 @@ from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
 from annotators import journey
+from annotators.competency.analysis import PAPER_COEF_PER_10_PERCENT, PAPER_SE_PER_10_PERCENT
 from annotators.scale import LEVELS
 from ratinggame.models import MAX_HUMAN_RATINGS, MIN_HUMAN_RATINGS, Pool
 from scoring.export.figures import distribution_bars_svg, source_shares_svg
 from scoring.export.stats import AGREEMENT_ROWS, ALL_RATINGS_ROWS, PAPER_TABLE3
 
-NO_REGRESSION = "fewer than 3 raters with game ratings and a tutorial score"
+NO_REGRESSION = "fewer than 3 raters with a tutorial score and enough game ratings"
 
 
 def _figure(value: float | None, digits: int = 1) -> str:
@@ -85,7 +86,7 @@ def _competency(statistics: dict) -> dict:
                 },
                 digits=3,
             ),
-            "paper_inside": _paper_inside(regression, paper.get("coef_per_10_percent", 0.17)),
+            "paper_inside": _paper_inside(regression, paper.get("coef_per_10_percent", PAPER_COEF_PER_10_PERCENT)),
         }
     details = competency.get("details") or {}
     return {
@@ -94,8 +95,8 @@ def _competency(statistics: dict) -> dict:
         "regression_not_converged": regression.get("converged") is False,
         "regression_note": details.get("regression_note") or NO_REGRESSION,
         "regression_row": row,
-        "paper_coef": f"{paper.get('coef_per_10_percent', 0.17):+.2f}",
-        "paper_se": f"{paper.get('se_per_10_percent', 0.03):.2f}",
+        "paper_coef": f"{paper.get('coef_per_10_percent', PAPER_COEF_PER_10_PERCENT):+.2f}",
+        "paper_se": f"{paper.get('se_per_10_percent', PAPER_SE_PER_10_PERCENT):.2f}",
         "raters_rows": [
             {"rater": rater["rater"], "competency": _figure(rater["competency"], 2), "se": _figure(rater["se"], 2)}
             for rater in competency.get("raters", [])

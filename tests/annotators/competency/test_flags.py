@@ -263,6 +263,21 @@ def test_prime_copier(image):
     assert "prime_copier" not in stats[honest.pk].flags
 
 
+def test_prime_copying_is_judged_only_on_enough_pairs_with_a_consensus_of_others(image):
+    # 20 ratings equal to the prime, but only one pair has another rater to compare with: the
+    # "prime over consensus" share (1.0) rests on one rating, under the 20 the rule needs.
+    copier, other = RaterProfileFactory(state=RaterState.GAME), RaterProfileFactory(state=RaterState.GAME)
+    for index in range(20):
+        pair = CaptionPairFactory(image=image, primes=[2.4, 3.0])
+        rating_record(rater=copier.user, pair=pair, value=2)
+        if index == 0:
+            rating_record(rater=other.user, pair=pair, value=5)
+    row = by_profile(rater_statistics())[copier.pk]
+    assert (row.primed_ratings, row.primed_compared) == (20, 1)
+    assert (row.prime_equal_share, row.prime_over_consensus) == (1.0, 1.0)
+    assert "prime_copier" not in row.flags
+
+
 def test_agreeing_with_good_primes_is_not_copying_them(image):
     # The primes are right: the other raters give the rounded prime too. A rater who matches
     # the prime every time also matches the people's consensus every time: not a copier.

@@ -322,6 +322,7 @@ def test_a_staff_member_rating_the_pair_sees_neither_its_ratings_nor_its_consens
     assert reverse("staff:dispute_resolve", args=[dispute.pk]) not in queue
     refused = client.post(reverse("staff:dispute_resolve", args=[dispute.pk]), {"decision": "accept", "note": "ok"})
     assert refused.status_code == 400 and "You are rating this pair now" in refused.content.decode()
+    assert "already resolved" not in refused.content.decode()
     dispute.refresh_from_db()
     assert dispute.status == DisputeStatus.OPEN
     page = client.get(reverse("staff:rater", args=[rater.pk])).content.decode()
