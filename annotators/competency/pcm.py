@@ -649,29 +649,14 @@ def _extreme_raters_fit(theta, delta, ability_se, observations, active, rater_ex
     free = rater_extreme & np.isfinite(target)
     theta[rater_extreme & ~free] = np.nan
 
-    def moments(values):
-        expected, information = np.zeros(n_raters), np.zeros(n_raters)
-        if mine.size:
-            e, v = conditioned.moments(values, m)
-            expected += np.bincount(conditioned.rater[self_response], e[self_response], n_raters)
-            information += np.bincount(conditioned.rater[self_response], v[self_response], n_raters)
-        if joint.x.size:
-            p = _category_probs(values[joint.rater], _cumulative(delta)[joint.item])
-            scores = np.arange(m + 1)
-            e = p @ scores
-            expected += np.bincount(joint.rater, e, n_raters)
-            information += np.bincount(joint.rater, p @ scores**2 - e**2, n_raters)
-        return expected, information
-
-    converged, iterations = False, settings["max_iter"]
-    for iteration in range(1, settings["max_iter"] + 1):
-        expected, information = moments(theta)
-        step = np.clip((target - expected)[free] / information[free], -MAX_STEP, MAX_STEP)
-        theta[free] += step
-        if np.abs(step).max(initial=0.0) < settings["tol"]:
-            converged, iterations = True, iteration
-            break
-    _, information = moments(theta)
+    # The core's responses in the units only condition them (the core is not free): the rater
+    # half of _fit, and _rater_moments for the information, on these units.
+    n_items = delta.shape[0]
+    converged, iterations = _fit(
+        theta, delta, conditioned, joint, target, np.zeros((n_items, m)), free, np.zeros(n_items, dtype=bool),
+        centre=False, **settings,
+    )  # fmt: skip
+    _, information = _rater_moments(theta, delta, conditioned, joint, m)
     ability_se[free] = 1 / np.sqrt(information[free])
     return converged, iterations
 
