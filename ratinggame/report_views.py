@@ -62,13 +62,16 @@ def report(request: HttpRequest) -> HttpResponse:
     return here
 
 
-def _queue_pairs(open_only: bool) -> list[CaptionPair]:
+def _with_reports(pairs):
+    """Pairs with their image and their reports (who filed and who answered each) in one go."""
     reports = PairReport.objects.select_related("rater", "resolved_by").order_by("created_at", "id")
-    pairs = (
+    return pairs.select_related("image").prefetch_related(Prefetch("reports", queryset=reports))
+
+
+def _queue_pairs(open_only: bool) -> list[CaptionPair]:
+    pairs = _with_reports(
         CaptionPair.objects.filter(reports__isnull=False)
         .annotate(open_reports=Count("reports", filter=Q(reports__resolved_at__isnull=True)))
-        .select_related("image")
-        .prefetch_related(Prefetch("reports", queryset=reports))
         .order_by("-open_reports", "id")
     )
     pairs = pairs.filter(open_reports__gt=0) if open_only else pairs.filter(open_reports=0)
@@ -90,7 +93,7 @@ def queue(request: HttpRequest) -> HttpResponse:
 @staff_required
 @require_http_methods(["GET", "POST"])
 def resolve(request: HttpRequest, pair_id: int) -> HttpResponse:
-    pair = get_object_or_404(CaptionPair.objects.select_related("image"), pk=pair_id)
+    pair = get_object_or_404(_with_reports(CaptionPair.objects.all()), pk=pair_id)
     form = ReportResolveForm(request.POST or None)
     status = 200
     if request.method == "POST":

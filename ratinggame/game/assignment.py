@@ -78,7 +78,7 @@ def game_pair_claim(*, rater: AbstractBaseUser, wait: bool = False) -> CaptionPa
     if not wait:
         return _slot_counted(claim_query(rater=rater).first())
     passed: list[int] = []
-    while (head := _candidates(rater).exclude(pk__in=passed).values_list("pk", flat=True).first()) is not None:
+    while (head := serving_order(rater).exclude(pk__in=passed).values_list("pk", flat=True).first()) is not None:
         with transaction.atomic():
             pair = claim_query(rater=rater, skip_locked=False).filter(pk=head).first()
             if pair is not None:
@@ -122,10 +122,11 @@ def claim_query(*, rater: AbstractBaseUser, skip_locked: bool = True) -> QuerySe
     EXISTS probes the unique (rater, pair) index of game assignments. No sort, no scan of the
     pool: the cost does not grow with the number of pairs.
     """
-    return _candidates(rater).select_related("image").select_for_update(skip_locked=skip_locked, of=("self",))
+    return serving_order(rater).select_related("image").select_for_update(skip_locked=skip_locked, of=("self",))
 
 
-def _candidates(rater: AbstractBaseUser) -> QuerySet:
+def serving_order(rater: AbstractBaseUser) -> QuerySet:
+    """Open game pairs this rater was never served, best first (no lock)."""
     seen = Assignment.objects.filter(rater=rater, pair=OuterRef("pk"), stage=Pool.GAME)
     return (
         CaptionPair.objects.filter(pool=Pool.GAME, assign_rank__isnull=False)

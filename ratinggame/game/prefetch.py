@@ -3,16 +3,16 @@ while the rater looks at the current one (so the next screen shows its image at 
 
 A guess, never a claim: it serves nothing and locks nothing. In the tutorial and in a
 probation round the next pair is known; in the game it is the head of the serving order
-(``ratinggame.game.assignment.claim_query``'s order, read without a lock), which another rater
+(``ratinggame.game.assignment.serving_order``, read without a lock), which another rater
 may take first. Only an image is fetched: nothing about the pair's ratings reaches the page.
 """
 
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.db.models import Exists, OuterRef
 
 from annotators import progress
+from ratinggame.game.assignment import serving_order
 from ratinggame.game.rating import Served
-from ratinggame.models import Assignment, CaptionPair, Image, Pool
+from ratinggame.models import Image, Pool
 
 
 def next_pair_image(*, rater: AbstractBaseUser, served: Served) -> Image | None:
@@ -32,11 +32,4 @@ def _next_pair_id(rater: AbstractBaseUser, served: Served) -> int | None:
         if following is None or following >= len(current.pair_order):
             return None
         return current.pair_order[following]
-    seen = Assignment.objects.filter(rater=rater, pair=OuterRef("pk"), stage=Pool.GAME)
-    return (
-        CaptionPair.objects.filter(pool=Pool.GAME, assign_rank__isnull=False)
-        .filter(~Exists(seen))
-        .order_by("assign_rank", "id")
-        .values_list("id", flat=True)
-        .first()
-    )
+    return serving_order(rater).values_list("id", flat=True).first()

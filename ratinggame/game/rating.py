@@ -177,11 +177,7 @@ def _slot_take(writes: Writes, rater, pair: CaptionPair, now: datetime) -> Assig
 
 
 def _open_assignments(rater, stage: str, now: datetime):
-    return (
-        Assignment.objects.filter(rater=rater, stage=stage, submitted_at__isnull=True, expires_at__gt=now)
-        .select_related("pair__image")
-        .order_by("-id")
-    )
+    return Assignment.objects.open(now).filter(rater=rater, stage=stage).select_related("pair__image").order_by("-id")
 
 
 def _assignment_new(rater, pair: CaptionPair, stage: str, now: datetime, *, holds_slot: bool = False) -> Assignment:

@@ -59,11 +59,7 @@ def pair_report(
         raise ReportRefused(f"Keep it under {REPORT_MAX_CHARS} characters.")
     with transaction.atomic():
         RaterProfile.objects.select_for_update().filter(user=rater).first()  # one request of a rater at a time
-        assignment = (
-            Assignment.objects.filter(pk=assignment_id, rater=rater, submitted_at__isnull=True, expires_at__gt=now)
-            .select_related("pair")
-            .first()
-        )
+        assignment = Assignment.objects.open(now).filter(pk=assignment_id, rater=rater).select_related("pair").first()
         if assignment is None:
             raise ReportRefused("This pair is no longer open: the report was not filed.")
         skips_left = skips_left_for(rater, now)

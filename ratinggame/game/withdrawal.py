@@ -31,7 +31,7 @@ def rater_withdraw(*, user: AbstractBaseUser, now: datetime | None = None) -> in
         profile, _ = RaterProfile.objects.select_for_update().get_or_create(user=user)
         ids = list(Rating.objects.filter(rater=user, excluded=False).values_list("id", flat=True))
         excluded = ratings_exclude(rating_ids=ids, reason=WITHDRAWN_REASON)
-        Assignment.objects.filter(rater=user, submitted_at__isnull=True, expires_at__gt=now).update(expires_at=now)
+        Assignment.objects.open(now).filter(rater=user).update(expires_at=now)
         Token.objects.filter(user=user).delete()
         user.username = f"withdrawn-{user.pk}"
         user.email = user.first_name = user.last_name = ""

@@ -71,3 +71,25 @@ def test_a_report_without_a_reason_is_refused_with_a_message(client):
     response = client.post(reverse("pair_report"), {"assignment": assignment_id, "reason": "other"})
     assert "Say in a few words" in client.get(response["Location"]).content.decode()
     assert not PairReport.objects.exists()
+
+
+def test_the_resolve_page_reads_a_pairs_reports_in_a_fixed_number_of_queries(client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from django.utils import timezone
+
+    from ratinggame.models import ReportReason
+
+    one, many = game_pairs(2)
+    for pair, count in ((one, 1), (many, 5)):
+        for _ in range(count):
+            PairReport.objects.create(
+                pair=pair, rater=UserFactory(), reason=ReportReason.BROKEN_IMAGE, created_at=timezone.now()
+            )
+    client.force_login(UserFactory(is_staff=True))
+    counts = []
+    for pair in (one, many):
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(reverse("pair_reports_resolve", args=[pair.pk])).status_code == 200
+        counts.append(len(queries))
+    assert counts[0] == counts[1]
