@@ -212,7 +212,7 @@ BAD_MANIFESTS = [
     ("missing caption column", "image,source\na.png,coco\n", "pairs.csv", "missing required column(s): caption"),
     ("missing image column", "caption\na cat\n", "pairs.csv", "missing required column(s): image"),
     ("unknown column", "image,caption,rating\na.png,a cat,5\n", "pairs.csv", "unknown column(s): rating"),
-    ("column twice", "image,caption,caption\na.png,a,b\n", "pairs.csv", "appears twice"),
+    ("column twice", "image,caption,caption\na.png,a,b\n", "pairs.csv", "the column 'caption' appears twice"),
     ("duplicate rows", "image,caption\na.png,a cat\na.png,a cat\n", "pairs.csv", "same image and caption as row 2"),
     ("too many fields", "image,caption\na.png,a cat,extra\n", "pairs.csv", "has 3 fields, the header has 2"),
     ("missing image file", "image,caption\nnowhere.png,a cat\n", "pairs.csv", "not found"),
@@ -305,7 +305,12 @@ BAD_MANIFESTS = [
         "pairs.jsonl",
         "'caption' appears twice (as 'caption' and 'Caption')",
     ),
-    ("jsonl same key twice", '{"image": "a.png", "caption": "a", "caption": "b"}\n', "pairs.jsonl", "appears twice"),
+    (
+        "jsonl same key twice",
+        '{"image": "a.png", "caption": "a", "caption": "b"}\n',
+        "pairs.jsonl",
+        "the column 'caption' appears twice",
+    ),
     (
         "image name over 255 bytes",
         f"image,caption\n{'n' * 300}.png,a cat\n",

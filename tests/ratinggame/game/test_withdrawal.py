@@ -4,6 +4,7 @@ anonymised and closed, and the withdrawal is logged."""
 import pytest
 from django.contrib.auth import authenticate
 from django.urls import reverse
+from rest_framework.authtoken.models import Token
 
 from annotators import services
 from annotators.models import RaterAction, RaterState
@@ -39,6 +40,7 @@ def test_withdrawal_excludes_the_ratings_from_consensus_and_anonymises_the_accou
     rate_next(user, 2, clock)
     rate_next(user, 2, clock)
     assert CaptionPair.objects.get(pk=pairs[0].pk).human_count == 3
+    Token.objects.create(user=user)
 
     assert rater_withdraw(user=user) == 2
     assert set(Rating.objects.filter(rater=user).values_list("excluded", "excluded_reason")) == {
@@ -52,6 +54,7 @@ def test_withdrawal_excludes_the_ratings_from_consensus_and_anonymises_the_accou
     user.refresh_from_db()
     assert (user.username, user.email, user.is_active) == (f"withdrawn-{user.pk}", "", False)
     assert authenticate(username=user.username, password=PASSWORD) is None
+    assert not user.has_usable_password() and not Token.objects.filter(user=user).exists()
     assert (user.rater.display_name, user.rater.on_leaderboard) == ("", False)
     assert "Ada" not in [row["name"] for row in services.leaderboard(period="all")]
     action = RaterAction.objects.get(rater=user.rater)

@@ -204,7 +204,7 @@ def test_skip_invalid_imports_good_rows_and_reports_the_rest(tmp_path, folder):
         ("image,caption\nok1.png,caf\xe9\n".encode("latin-1"), "not UTF-8 text: byte 0xe9 at line 2"),
         (b"picture,caption\nok1.png,x\n", "missing required column(s): image"),
         (b"image,caption,rating\nok1.png,x,3\n", "unknown column(s): rating"),
-        (b"image,caption,caption\nok1.png,x,y\n", "appears twice"),
+        (b"image,caption,caption\nok1.png,x,y\n", "the column 'caption' appears twice"),
         (b"", "the manifest is empty"),
         (b"image,caption\n", "no data rows"),
     ],

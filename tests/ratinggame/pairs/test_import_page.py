@@ -1,26 +1,20 @@
 """Importing from the browser (the rater-experience issue): the research page's upload runs the
 importer of ``manage.py import_pairs`` as a tracked job, all or nothing, with the same row errors."""
 
-import io
-import zipfile
-
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from ratinggame.models import CaptionPair, ImportJob
 from tests.factories import png_bytes
-from tests.ratinggame.api_helpers import annotator, researcher
+from tests.ratinggame.api_helpers import annotator, researcher, zip_bytes
 
 pytestmark = pytest.mark.django_db
 
 
 def images_zip(names: list[str]) -> SimpleUploadedFile:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for seed, name in enumerate(names):
-            archive.writestr(name, png_bytes(seed + 40))
-    return SimpleUploadedFile("images.zip", buffer.getvalue(), content_type="application/zip")
+    members = {name: png_bytes(seed + 40) for seed, name in enumerate(names)}
+    return SimpleUploadedFile("images.zip", zip_bytes(members), content_type="application/zip")
 
 
 def manifest(text: str) -> SimpleUploadedFile:
@@ -55,7 +49,7 @@ def test_a_researcher_imports_a_manifest_and_its_zip_and_sees_the_report(signed_
     assert "manage.py prime_pairs" in page
 
 
-def test_one_bad_row_imports_nothing_and_the_page_names_it_as_the_command_does(signed_in):
+def test_one_bad_row_imports_nothing_and_the_page_names_it_as_the_command_does(signed_in, tmp_path):
     from ratinggame.pairs.importing import ImportFailed, import_manifest
 
     text = "image,caption,expert_rating\na.png,a red square,\nb.png,,\nc.png,a circle,9\n"
@@ -66,8 +60,12 @@ def test_one_bad_row_imports_nothing_and_the_page_names_it_as_the_command_does(s
     page = signed_in.get(answer["Location"]).content.decode()
     assert "Rows refused: nothing was imported" in page
     # The same rows and reasons as manage.py import_pairs gives for the same files.
-    assert [error["row"] for error in job.row_errors] == [3, 4]
-    folder = job_folder_like(text)
+    # The reasons read off the manifest: row 3 has no caption, row 4 an expert rating of 9.
+    assert [(error["row"], error["reason"]) for error in job.row_errors] == [
+        (3, "caption is empty"),
+        (4, "expert_rating 9 is outside 1-5"),
+    ]
+    folder = job_folder_like(text, tmp_path)
     with pytest.raises(ImportFailed) as failed:
         import_manifest(manifest=folder / "pairs.csv", images_dir=folder)
     assert [(e.row, e.reason) for e in failed.value.report.errors] == [
@@ -77,12 +75,8 @@ def test_one_bad_row_imports_nothing_and_the_page_names_it_as_the_command_does(s
         assert error["reason"] in page
 
 
-def job_folder_like(text: str):
-    """The same manifest and image on disk, for the command's importer."""
-    import tempfile
-    from pathlib import Path
-
-    folder = Path(tempfile.mkdtemp())
+def job_folder_like(text: str, folder):
+    """The same manifest and image on disk (in ``folder``), for the command's importer."""
     (folder / "pairs.csv").write_text(text)
     (folder / "a.png").write_bytes(png_bytes(40))
     return folder
