@@ -20,12 +20,12 @@ errors, ratings/s over the play phase (after every rater signed up), and the p50
 import argparse
 import logging
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from helpers import free_port, wait_up  # bench/helpers.py, beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -41,12 +41,6 @@ user = get_user_model().objects.create_user(username="bench-researcher", passwor
 user.groups.add(ensure_roles()[RESEARCHER])
 print(Token.objects.create(user=user).key)
 """
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def psql(server: str, sql: str) -> str:
@@ -90,20 +84,6 @@ def server_env(db_url: str, media: str) -> dict[str, str]:
     return env
 
 
-def wait_up(url: str, process: subprocess.Popen) -> None:
-    import httpx
-
-    for _ in range(300):
-        if process.poll() is not None:
-            raise SystemExit(f"gunicorn exited with {process.returncode}")
-        try:
-            httpx.get(f"{url}/healthz", timeout=2)
-            return
-        except httpx.TransportError:
-            time.sleep(0.2)
-    raise SystemExit("gunicorn did not answer")
-
-
 def one_size(args, raters: int) -> dict:
     name = f"{args.db}_{raters}"
     db_url = f"{args.pg}/{name}"
@@ -127,7 +107,7 @@ def one_size(args, raters: int) -> dict:
         server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             url = f"http://127.0.0.1:{port}"
-            wait_up(url, server)
+            wait_up(url, server, "gunicorn")
             config = CrowdConfig(
                 server=url,
                 raters=raters,

@@ -48,6 +48,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from helpers import database_create, database_drop  # bench/helpers.py, beside this script
+
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = str(ROOT / ".venv" / "bin" / "python")
 GUNICORN = str(ROOT / ".venv" / "bin" / "gunicorn")
@@ -74,15 +76,7 @@ SERVER_ENV = {
 def build(db_url: str, pairs: int, raters: int, out: str, profile_ratings: int, modes: list[str]) -> None:
     """Create the database, migrate, add `pairs` fresh game pairs and `raters` game raters with tokens;
     then count the statements of a rating (and profile ratings) through Django's WSGI handler."""
-    import psycopg2
-
-    server, name = db_url.rsplit("/", 1)
-    admin = psycopg2.connect(f"{server}/postgres")
-    admin.autocommit = True
-    with admin.cursor() as cursor:
-        cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        cursor.execute(f'CREATE DATABASE "{name}"')
-    admin.close()
+    database_create(db_url)
 
     os.environ.update(SERVER_ENV, DATABASE_URL=db_url, DJANGO_SETTINGS_MODULE="ratinggame.settings")
     sys.path.insert(0, str(ROOT))
@@ -145,17 +139,6 @@ def build(db_url: str, pairs: int, raters: int, out: str, profile_ratings: int, 
             }
         )
     )
-
-
-def drop_database(db_url: str) -> None:
-    import psycopg2
-
-    server, name = db_url.rsplit("/", 1)
-    admin = psycopg2.connect(f"{server}/postgres")
-    admin.autocommit = True
-    with admin.cursor() as cursor:
-        cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    admin.close()
 
 
 def _candidate_query_ms(connection, user) -> float:
@@ -629,7 +612,7 @@ def main() -> None:
             server.terminate()
             server.wait(timeout=30)
             if not args.keep:
-                drop_database(db_url)
+                database_drop(db_url)
     if len(sizes) >= 2:
         small, large = sizes[0], sizes[-1]
         print(

@@ -17,12 +17,12 @@ its feedback screen, and the Django admin's pair list (admin).
 import argparse
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from helpers import free_port, wait_up  # bench/helpers.py, beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
@@ -38,12 +38,6 @@ for name in ("annotator1", "admin"):
 """
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def server_env(var_dir: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CELERY_", "DJANGO_", "RATINGGAME_", "DATABASE_"))}
     env.update(
@@ -55,20 +49,6 @@ def server_env(var_dir: str) -> dict[str, str]:
         }
     )
     return env
-
-
-def wait_up(url: str, process: subprocess.Popen) -> None:
-    import httpx
-
-    for _ in range(300):
-        if process.poll() is not None:
-            raise SystemExit(f"runserver exited with {process.returncode}")
-        try:
-            httpx.get(f"{url}/healthz", timeout=2)
-            return
-        except httpx.TransportError:
-            time.sleep(0.2)
-    raise SystemExit("runserver did not answer")
 
 
 def weigh(browser, url: str, viewport: dict, state: dict | None, scale: float) -> tuple[int, int]:
@@ -143,7 +123,7 @@ def main() -> None:
         )
         try:
             base = f"http://127.0.0.1:{port}"
-            wait_up(base, server)
+            wait_up(base, server, "runserver")
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(executable_path=args.chromium, args=LAUNCH_ARGS)
                 print(f"{'page':<34} {'viewport':>9} {'bytes':>11} {'KiB':>8} {'requests':>8}")

@@ -37,21 +37,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from helpers import database_create, database_drop  # bench/helpers.py, beside this script
+
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = str(ROOT / ".venv" / "bin" / "python")
 sys.path.insert(0, str(ROOT))
-
-
-def database_create(db_url: str) -> None:
-    import psycopg2
-
-    server, name = db_url.rsplit("/", 1)
-    admin = psycopg2.connect(f"{server}/postgres")
-    admin.autocommit = True
-    with admin.cursor() as cursor:
-        cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        cursor.execute(f'CREATE DATABASE "{name}"')
-    admin.close()
 
 
 def model_folder_save(folder: Path, model_name: str) -> None:
@@ -337,13 +327,7 @@ def main() -> None:
         connections.close_all()
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-            import psycopg2
-
-            admin = psycopg2.connect(f"{args.pg}/postgres")
-            admin.autocommit = True
-            with admin.cursor() as cursor:
-                cursor.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
-            admin.close()
+            database_drop(f"{args.pg}/{args.db}")
 
 
 if __name__ == "__main__":

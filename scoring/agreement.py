@@ -184,7 +184,7 @@ def virtual_rater_report(
         sd = float(scaled.std(ddof=1)) if samples > 1 else float("nan")
         report[name] = {"mean": float(scaled.mean()), "sd": sd}
     if resamples:
-        _virtual_rater_intervals(report, bootstrap.level_counts(flat, starts, lengths), samples, resamples, seed)
+        _virtual_rater_intervals(report, bootstrap.level_counts(flat, lengths), samples, resamples, seed)
     report.update(
         pairs_used=len(lengths), pairs_left_out=left_out, samples=int(samples), resamples=int(resamples), seed=int(seed)
     )
@@ -228,11 +228,11 @@ def all_ratings_report(
     Raises ValueError for ratings outside 1..5 or fewer than 2 pairs with 2 or more ratings.
     """
     _check_count(resamples, "resamples", 0)
-    flat, starts, lengths, _ = _ratings_table(ratings_per_pair, minimum=2)
+    flat, _, lengths, _ = _ratings_table(ratings_per_pair, minimum=2)
     if len(lengths) < 2:
         raise ValueError(f"need at least 2 pairs with 2 or more ratings, got {len(lengths)}")
-    groups, sizes = bootstrap.pair_groups(bootstrap.level_counts(flat, starts, lengths))
-    weights = np.vstack([sizes[None, :].astype(np.float64)])
+    groups, sizes = bootstrap.pair_groups(bootstrap.level_counts(flat, lengths))
+    weights = sizes[None, :].astype(np.float64)
     if resamples:
         weights = np.vstack([weights, bootstrap.multinomial_counts(sizes, resamples, bootstrap.bootstrap_rng(seed))])
     figures = _all_ratings_statistics(groups, weights)

@@ -35,8 +35,9 @@ def bootstrap_rng(seed: int) -> np.random.Generator:
     return np.random.default_rng([int(seed), 1])
 
 
-def level_counts(flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """How many ratings of each level 1..5 every pair has (pairs x 5), from the CSR table."""
+def level_counts(flat: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """How many ratings of each level 1..5 every pair has (pairs x 5), from the ratings in pair
+    order (``flat``) and each pair's number of them (``lengths``)."""
     counts = np.zeros((lengths.size, SCALE_LEVELS), dtype=np.int64)
     np.add.at(counts, (np.repeat(np.arange(lengths.size), lengths), flat.astype(np.int64) - 1), 1)
     return counts

@@ -109,7 +109,8 @@ def metric_correlation(
     }
     if resamples and not math.isnan(tau):
         pair_scores = np.array([score for score, _ in kept], dtype=np.float64)
-        counts = np.array([np.bincount(values, minlength=6)[1:] for _, values in kept], dtype=np.float64)
+        lengths = np.array([len(values) for _, values in kept])
+        counts = bootstrap.level_counts(np.array(rating_rows), lengths).astype(np.float64)
         weights = bootstrap.multinomial_counts(np.ones(len(kept)), resamples, bootstrap.bootstrap_rng(seed))
         replicates = 100 * _tau_c_replicates(pair_scores, counts, np.vstack([np.ones(len(kept)), weights]))
         low, high, se = bootstrap.percentile_interval(

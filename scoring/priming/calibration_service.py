@@ -13,7 +13,6 @@ from ratinggame.models import CaptionPair
 from scoring.models import Calibration, ModelRating
 from scoring.priming import calibration
 from scoring.priming.registry import scorer_class
-from scoring.priming.scorer import Knots
 
 IDENTITY_LENGTH = 300
 
@@ -22,14 +21,14 @@ def calibration_key(metric: str, model_identity: str) -> str:
     return f"{metric}@{model_identity}"[:IDENTITY_LENGTH]
 
 
-def current_calibration(metric: str, model_identity: str, default: Knots | None = None) -> Calibration:
+def current_calibration(metric: str, model_identity: str) -> Calibration:
     """The newest calibration for the metric of this model; one with the scorer's default map
-    (``default``, else the registry's for ``metric``) is created if none exists."""
+    (the registry's for ``metric``) is created if none exists."""
     key = calibration_key(metric, model_identity)
     found = Calibration.objects.filter(model_identity=key).order_by("-created_at", "-id").first()
     if found is not None:
         return found
-    x, y = default or scorer_class(metric).default_knots()
+    x, y = scorer_class(metric).default_knots()
     return Calibration.objects.create(model_identity=key, method=Calibration.Method.DEFAULT, x_knots=x, y_knots=y)
 
 

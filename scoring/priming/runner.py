@@ -304,7 +304,7 @@ class _Calibrations:
 
     def of(self, scorer: Scorer) -> Calibration:
         if id(scorer) not in self._by_scorer:
-            self._by_scorer[id(scorer)] = current_calibration(scorer.metric, scorer.identity, scorer.default_knots())
+            self._by_scorer[id(scorer)] = current_calibration(scorer.metric, scorer.identity)
         return self._by_scorer[id(scorer)]
 
     def apply(self, raw: list[tuple[Scorer, float]]) -> list[float]:

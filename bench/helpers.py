@@ -1,0 +1,49 @@
+"""What several benchmarks need: a free port, a server to wait for, a bench database made and dropped."""
+
+import socket
+import subprocess
+import time
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_up(url: str, process: subprocess.Popen, name: str) -> None:
+    """Wait until ``url``/healthz answers; exit when ``process`` (the server, ``name``) dies or never answers."""
+    import httpx
+
+    for _ in range(300):
+        if process.poll() is not None:
+            raise SystemExit(f"{name} exited with {process.returncode}")
+        try:
+            httpx.get(f"{url}/healthz", timeout=2)
+            return
+        except httpx.TransportError:
+            time.sleep(0.2)
+    raise SystemExit(f"{name} did not answer")
+
+
+def _admin(db_url: str, *statements: str) -> None:
+    import psycopg2
+
+    server, _ = db_url.rsplit("/", 1)
+    admin = psycopg2.connect(f"{server}/postgres")
+    admin.autocommit = True
+    with admin.cursor() as cursor:
+        for statement in statements:
+            cursor.execute(statement)
+    admin.close()
+
+
+def database_create(db_url: str) -> None:
+    """An empty database at ``db_url`` (dropped first when it exists)."""
+    name = db_url.rsplit("/", 1)[1]
+    _admin(db_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', f'CREATE DATABASE "{name}"')
+
+
+def database_drop(db_url: str) -> None:
+    name = db_url.rsplit("/", 1)[1]
+    _admin(db_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
