@@ -19,9 +19,11 @@ from django.conf import settings
 from django.db import models
 
 TUTORIAL_SIZE = 10
-TUTORIAL_PASS_POINTS = 10  # of 2 * TUTORIAL_SIZE
+TUTORIAL_MAX_POINTS = 2 * TUTORIAL_SIZE  # 2 points for each expert rating matched
+TUTORIAL_PASS_POINTS = 10
 PROBATION_SIZE = 20
-PROBATION_PASS_POINTS = 25  # of 2 * PROBATION_SIZE
+PROBATION_MAX_POINTS = 2 * PROBATION_SIZE
+PROBATION_PASS_POINTS = 25
 WINDOW_SIZE = 20
 WINDOW_NEEDED = 25
 WINDOW_FAILED_REASON = "failed qualification window"
@@ -83,10 +85,10 @@ def rules() -> dict[str, int]:
     return {
         "tutorial_size": TUTORIAL_SIZE,
         "tutorial_pass": TUTORIAL_PASS_POINTS,
-        "tutorial_max": 2 * TUTORIAL_SIZE,
+        "tutorial_max": TUTORIAL_MAX_POINTS,
         "probation_size": PROBATION_SIZE,
         "probation_pass": PROBATION_PASS_POINTS,
-        "probation_max": 2 * PROBATION_SIZE,
+        "probation_max": PROBATION_MAX_POINTS,
         "window_size": WINDOW_SIZE,
         "window_needed": WINDOW_NEEDED,
     }

@@ -17,6 +17,7 @@ from annotators.journey import level_for, next_level_at
 from annotators.models import Dispute, DisputeStatus, RaterProfile, RaterState
 from annotators.roles import ANNOTATOR, ensure_roles
 from ratinggame.models import Pool, Rating, counted_ratings
+from scoring.consensus import BEST_SCORE
 
 DISPLAY_NAME_MAX_CHARS = 40
 DISPUTE_MAX_CHARS = 2000
@@ -58,11 +59,6 @@ def rater_signup(*, username: str, password: str, email: str = "") -> AbstractBa
     return user
 
 
-# A game rating scores at most 2 points (SPEC section 3): a dispute of a rating that got them
-# has nothing to restore.
-BEST_POINTS = 2
-
-
 def dispute_refusal(rating: Rating) -> ValidationError | None:
     """Why a dispute of ``rating`` could not succeed (its ``message`` is for the rater); None when it may be filed.
 
@@ -84,8 +80,8 @@ def dispute_refusal(rating: Rating) -> ValidationError | None:
     elif rating.reference is None:
         message = "You were the first to rate this pair: by the rules that scores 0 points, so nothing to dispute."
         code = "first_rater"
-    elif rating.points >= BEST_POINTS:
-        message, code = f"This rating scored the full {BEST_POINTS} points: there is nothing to restore.", "full_points"
+    elif rating.points >= BEST_SCORE:
+        message, code = f"This rating scored the full {BEST_SCORE} points: there is nothing to restore.", "full_points"
     elif (earlier := rating.disputes.first()) is not None:
         outcome = (
             "it is waiting for an admin"

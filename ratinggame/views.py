@@ -231,7 +231,7 @@ def outcome_for(fb: "game.Feedback", *, next_round: str = "") -> dict | None:
             "Tutorial finished: probation next",
             f"You scored {fb.stage_total} of {fb.stage_max} points, fewer than the {tutorial_mark} needed to go "
             f"straight to the game. Next is probation: {journey.PROBATION_SIZE} more pairs rated by experts, and "
-            f"{journey.PROBATION_PASS_POINTS} of {2 * journey.PROBATION_SIZE} points take you to the game.",
+            f"{journey.PROBATION_PASS_POINTS} of {journey.PROBATION_MAX_POINTS} points take you to the game.",
         ),
         "probation_passed": (
             "good",

@@ -30,9 +30,11 @@ V_MAX = Fraction(4)  # largest population variance of values on 1..5 (half at 1,
 MIN_RATING = 1
 MAX_RATING = 5
 
+# The most points one rating can score (exact agreement).
+BEST_SCORE = 2
 # Thresholds on d (SPEC section 3), checked in order: the first one that d does not exceed wins.
 _SCORE_STEPS: tuple[tuple[Fraction, int], ...] = (
-    (Fraction(1, 4), 2),
+    (Fraction(1, 4), BEST_SCORE),
     (Fraction(1, 2), 1),
     (Fraction(1), 0),
     (Fraction(7, 4), -1),

@@ -38,12 +38,11 @@ from annotators.competency.flags import load_rating_rows
 from annotators.competency.pcm import fit_pcm, rubric_scores, thurstonian_thresholds
 from annotators.competency.regression import game_competency_regression
 from annotators.competency.wright_map import wright_map_svg
-from annotators.journey import TUTORIAL_SIZE
+from annotators.journey import TUTORIAL_MAX_POINTS
 from annotators.models import RaterProfile
 from ratinggame.models import MIN_HUMAN_RATINGS, CaptionPair, Pool, Rating, counted_ratings
 from scoring.aggregation import dawid_skene
 
-TUTORIAL_MAX_POINTS = 2 * TUTORIAL_SIZE
 PAPER_COEF_PER_10_PERCENT = 0.17
 PAPER_SE_PER_10_PERCENT = 0.03
 

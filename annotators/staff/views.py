@@ -72,7 +72,7 @@ COLUMNS = (
         "tutorial_score",
         "Tutorial",
         _plain,
-        f"Tutorial score out of {2 * journey.TUTORIAL_SIZE} (the training score); – before it ends.",
+        f"Tutorial score out of {journey.TUTORIAL_MAX_POINTS} (the training score); – before it ends.",
     ),
     (
         "probation_rounds",
@@ -238,7 +238,7 @@ def rater_detail(request: HttpRequest, profile_id: int) -> HttpResponse:
         "timeline_svg": svg,
         "recent": recent,
         "recent_hidden": len(rows.rating_id[last]) - len(recent),
-        "tutorial_max": journey.rules()["tutorial_max"],
+        "tutorial_max": journey.TUTORIAL_MAX_POINTS,
         "ability": ability,
         "actions": profile.actions.select_related("actor")[:50],
         "disputes": Dispute.objects.filter(rating__rater_id=profile.user_id).select_related("rating")[:50],
