@@ -82,33 +82,23 @@ async def pool_upload(session, *, pool: str, qualities: list[int], tag: str) -> 
         "setup", "POST", "/api/pairs/import", files=files, data={"pool": pool}, timeout=SETUP_TIMEOUT
     )
     if response.status_code == 202:  # a large manifest: imported by a worker, followed as a job
-        response = await import_job_wait(session, response.json()["url"])
-    if response.status_code != 201:
+        report = await import_job_wait(session, response.json()["url"])
+    elif response.status_code == 201:
+        report = response.json()
+    else:
         raise SetupFailed(f"uploading {len(qualities)} {pool} pairs was refused: {_refusal(response)}")
-    pair_ids = response.json()["pair_ids"]  # in manifest row order (ratinggame.pairs.importing)
+    pair_ids = report["pair_ids"]  # in manifest row order (ratinggame.pairs.importing)
     return dict(zip(pair_ids, qualities, strict=True))
 
 
-class _Finished:
-    """A finished import job's report, answering like the upload of a small manifest (201)."""
-
-    status_code = 201
-
-    def __init__(self, report: dict) -> None:
-        self.report = report
-
-    def json(self) -> dict:
-        return self.report
-
-
-async def import_job_wait(session, url: str):
-    """Poll an import job until it ends: its report (201-like), or the job's answer if it failed."""
+async def import_job_wait(session, url: str) -> dict:
+    """Poll an import job until it ends: its report (as the upload of a small manifest answers)."""
     deadline = asyncio.get_running_loop().time() + SETUP_TIMEOUT
     while True:
         response = await session.request("setup", "GET", url)
         job = response.json() if response.status_code == 200 else {}
         if job.get("status") == "done":
-            return _Finished(job["report"])
+            return job["report"]
         if job.get("status") not in ("queued", "running") or asyncio.get_running_loop().time() > deadline:
             raise SetupFailed(f"the import job {url} did not finish: {job or _refusal(response)}")
         await asyncio.sleep(JOB_POLL_SECONDS)
