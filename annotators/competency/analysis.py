@@ -132,7 +132,10 @@ def run_analysis() -> dict:
     regression_note = ""
     try:
         regression = game_competency_regression(
-            matrix.responses, np.asarray(matrix.item_pools) == Pool.GAME, matrix.tutorial_percent
+            matrix.responses,
+            np.asarray(matrix.item_pools) == Pool.GAME,
+            matrix.tutorial_percent,
+            scale_of=result.abilities,  # the Wright map's scale, where the regression is drawn
         )
         regression = {key: _finite(v) if isinstance(v, float) else v for key, v in regression.items()}
     except ValueError as error:  # too few game ratings or raters: the rest of the analysis stands

@@ -77,6 +77,7 @@ def game_competency_regression(
     training_scores_percent: np.ndarray,
     *,
     min_responses: int = REGRESSION_MIN_RESPONSES,
+    scale_of: np.ndarray | None = None,
 ) -> dict:
     """The latent regression of tutorial score on competency fitted on game pairs only (SPEC 6).
 
@@ -89,6 +90,11 @@ def game_competency_regression(
     (:func:`latent_regression`). Adds ``converged`` (of this fit), ``min_responses``,
     ``raters_too_few_responses`` and ``raters_without_tutorial_score``. Raises ValueError when
     the game responses cannot be fitted or fewer than 3 raters qualify.
+
+    ``scale_of``: abilities of another fit of the same raters (the whole analysis, whose Wright
+    map shows the regression). Each fit fixes its own origin, so the game-only abilities are
+    moved onto that fit's by their mean difference over the raters in both: the intercept is
+    then read on that map; the slope and every standard error stay as they are.
     """
     game = np.asarray(responses, dtype=float)[:, np.asarray(is_game_item, dtype=bool)]
     score = np.asarray(training_scores_percent, dtype=float)
@@ -100,6 +106,10 @@ def game_competency_regression(
     abilities = np.full(score.size, np.nan)
     ability_se = np.full(score.size, np.nan)
     abilities[rated], ability_se[rated] = fit.abilities, fit.ability_se
+    if scale_of is not None:
+        both = np.isfinite(abilities) & np.isfinite(scale_of)
+        if both.any():
+            abilities = abilities + float(np.mean(scale_of[both] - abilities[both]))
     enough = counts >= min_responses
     regression = latent_regression(np.where(enough, abilities, np.nan), score, ability_se=ability_se)
     regression.update(

@@ -140,3 +140,21 @@ def test_the_coefficient_has_its_95_percent_interval_from_the_t_distribution():
     half = stats.t.ppf(0.975, fit["n"] - 2) * fit["se_per_10_percent"]
     assert fit["ci_low_per_10_percent"] == pytest.approx(fit["coef_per_10_percent"] - half)
     assert fit["ci_high_per_10_percent"] == pytest.approx(fit["coef_per_10_percent"] + half)
+
+
+def test_on_another_fits_scale_the_intercept_moves_with_its_origin_and_the_slope_stays():
+    # The Wright map draws the regression over the whole analysis's fit, whose origin is not the
+    # game-only fit's: put on a scale 3 logits higher, the line moves up 3 and keeps its slope.
+    from annotators.competency.pcm import fit_pcm
+
+    responses, is_game, percent = simulated_game(70, slope=0.017, n_raters=60, n_pairs=600)
+    own = game_competency_regression(responses, is_game, percent)
+    game = responses[:, is_game]
+    rated = (~np.isnan(game)).sum(axis=1) > 0
+    abilities = np.full(len(percent), np.nan)
+    abilities[rated] = fit_pcm(game[rated]).abilities
+    moved = game_competency_regression(responses, is_game, percent, scale_of=abilities + 3.0)
+    assert moved["intercept"] == pytest.approx(own["intercept"] + 3.0, abs=1e-9)
+    assert (moved["coef_per_percent"], moved["se_per_percent"]) == pytest.approx(
+        (own["coef_per_percent"], own["se_per_percent"]), abs=1e-12
+    )
