@@ -108,7 +108,7 @@ def rate_response(request: HttpRequest, served: "game.Served", *, error: str = "
     # down with the browser's monotonic clock, so a wrong clock on the rater's machine can
     # neither shorten nor lengthen it (and the server checks again on submit).
     wait_ms = max(0, round((served.min_submit_at - now).total_seconds() * 1000))
-    image = Image.objects.get(pairs=served.pair_id)
+    image = served.image
     upcoming = next_pair_image(rater=request.user, served=served)
     context = {
         **guide_context(request.user),
@@ -124,7 +124,7 @@ def rate_response(request: HttpRequest, served: "game.Served", *, error: str = "
         "report_reasons": ReportReason.choices,
         "progress": progress.stage_progress(request.user, served.stage),
         "image": image,
-        "original_url": image.file.url,
+        "original_url": served.image_url,
         # Another caption of the same image needs nothing fetched.
         "upcoming": display_image(upcoming) if upcoming is not None and upcoming.pk != image.pk else None,
     }

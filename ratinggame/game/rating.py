@@ -19,7 +19,7 @@ go to the database together (``writes.Writes``): a rating and the next serve cos
 statements (``tests/ratinggame/game/test_statements.py`` holds the count).
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -33,7 +33,7 @@ from annotators.models import RaterProfile
 from ratinggame.game.aggregates import in_force, pair_rating_add, ratings_exclude
 from ratinggame.game.assignment import assignments_release_expired, game_pair_claim, pair_rank_refresh
 from ratinggame.game.writes import Writes
-from ratinggame.models import Assignment, CaptionPair, Pool, Rating
+from ratinggame.models import Assignment, CaptionPair, Image, Pool, Rating
 from scoring.consensus import consensus_from_aggregates, player_score_from_aggregates, tutorial_points
 
 
@@ -51,6 +51,8 @@ class Served:
     expires_at: datetime
     position: int | None  # 1-based place in the tutorial / probation round; None in the game
     total: int | None  # pairs in the tutorial / probation round; None in the game
+    # The pair's image, for pages (its display copies); the API sends only the fields above.
+    image: Image | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -203,6 +205,7 @@ def _served(assignment: Assignment, *, position: int | None, total: int | None) 
         expires_at=assignment.expires_at,
         position=position,
         total=total,
+        image=pair.image,
     )
 
 
