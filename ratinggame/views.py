@@ -146,7 +146,8 @@ def feedback_response(request: HttpRequest, feedback_: "game.Feedback") -> HttpR
     fb = feedback_
     next_step = progress.current_step(request.user)
     window = fb.window
-    rating = Rating.objects.select_related("pair__image").get(pk=fb.rating_id)
+    # Its dispute (one at most) read once, for the refusal check and the page.
+    rating = Rating.objects.select_related("pair__image").prefetch_related("disputes").get(pk=fb.rating_id)
     draft = request.session.pop(DISPUTE_DRAFT_KEY, None) or {}
     if draft.get("assignment") != fb.assignment_id:
         draft = {}
@@ -167,7 +168,7 @@ def feedback_response(request: HttpRequest, feedback_: "game.Feedback") -> HttpR
         "outcome": outcome,
         "announce": announcement(fb, outcome),
         "continue_label": CONTINUE_LABELS.get(next_step, "Continue") if fb.transition else "Next pair",
-        "disputes": rating.disputes.order_by("-created_at", "-id"),
+        "disputes": rating.disputes.all(),
         "dispute_offered": refusal is None,
         "dispute_form": DisputeForm(initial={"comment": draft.get("comment", "")}),
         "dispute_errors": draft.get("errors", []),
