@@ -25,6 +25,7 @@ from annotators.journey import Step
 from annotators.scale import SHORT
 from ratinggame import game
 from ratinggame.game.prefetch import next_pair_image
+from ratinggame.game.reports import REPORT_MAX_CHARS
 from ratinggame.game.withdrawal import rater_withdraw
 from ratinggame.models import CaptionPair, Image, Rating, ReportReason
 from ratinggame.pairs.derivatives import display_image
@@ -122,6 +123,7 @@ def rate_response(request: HttpRequest, served: "game.Served", *, error: str = "
         "min_seconds": f"{journey.min_seconds(served.stage):g}",
         "min_ms": round(journey.min_seconds(served.stage) * 1000),
         "report_reasons": ReportReason.choices,
+        "report_max_chars": REPORT_MAX_CHARS,
         "progress": progress.stage_progress(request.user, served.stage),
         "image": image,
         "original_url": served.image_url,

@@ -1,4 +1,5 @@
-"""Stricter per-address rate limits for the endpoints that take passwords or create accounts."""
+"""The stricter per-address rate limit of the API's log-in (the sign-up limit, shared with the sign-up
+page, is ``annotators.throttles.SignupRateThrottle``)."""
 
 from annotators.throttles import PerAddressThrottle
 
