@@ -154,6 +154,7 @@ class ClipScorer:
         self._side_stream = torch.cuda.Stream(self.device) if self.tensor_preprocess and self._cuda else None
         self._trim_text = _can_trim_text(model)
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._texts_recent: dict[str, np.ndarray] = {}  # the last scored batch's text embeddings
         self.images_decoded = 0
         self.image_encoder_calls = 0
         self.images_encoded = 0
@@ -358,6 +359,15 @@ class ClipScorer:
         """
         return self._image_features(items, batch_size or self.batch_size)
 
+    def text_features(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
+        """Embeddings of ``texts``, in order; those of the batch ``score_pairs`` scored last are
+        reused (the learned predictor reads the captions CLIP-S has just encoded)."""
+        known = dict(self._texts_recent)
+        missing = list(dict.fromkeys(text for text in texts if text not in known))
+        if missing:
+            known.update(zip(missing, self.encode_texts(missing, batch_size or self.batch_size), strict=True))
+        return np.stack([known[text] for text in texts])
+
     # Scoring ----------------------------------------------------------------------------
 
     def score_pairs(self, items: Sequence[ScoreItem], batch_size: int | None = None) -> list[PairScore]:
@@ -377,6 +387,7 @@ class ClipScorer:
             for text in [items[i][2], *(items[i][3] or ())]:
                 texts.setdefault(text, len(texts))
         text_features = self.encode_texts(list(texts), size)
+        self._texts_recent = dict(zip(texts, text_features, strict=True))
 
         results: list[PairScore] = [
             PairScore(None, None, image_errors.get(item[0], "image not scored")) for item in items

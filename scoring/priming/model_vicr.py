@@ -305,7 +305,7 @@ class LearnedPredictor:
         ready = [i for i, p in enumerate(pairs) if p.image_key in images]
         if not ready:
             return results
-        text = self.clip.encode_texts([pairs[i].caption for i in ready], self.batch_size)
+        text = self.clip.text_features([pairs[i].caption for i in ready], self.batch_size)
         features = features_from_embeddings(np.stack([images[pairs[i].image_key] for i in ready]), text)
         for i, value in zip(ready, np.clip(predict(load_run(self.run), features), 1.0, 5.0), strict=True):
             finite = bool(np.isfinite(value))

@@ -481,3 +481,17 @@ def test_the_shared_clip_scores_follow_the_batch_size_and_are_forgotten_with_the
     assert clip_metrics._shared(registry.PrimingModels(model="m", batch_size=8)) is small
     registry.loaded_models_clear()  # the model is forgotten: so is what was kept over it
     assert clip_metrics._shared(registry.PrimingModels(model="m", batch_size=8)) is not small
+
+
+def test_text_features_reuse_the_captions_score_pairs_just_encoded(tiny):
+    scorer = load_scorer(TINY, str(tiny.pt), device="cpu")
+    loaders, _ = counting_loaders(synthetic_images(3))
+    scorer.score_pairs(items_for(loaders))
+    calls, encoded = scorer.text_encoder_calls, scorer.texts_encoded
+    captions = [caption for _, caption in CAPTIONS]
+    features = scorer.text_features(captions)
+    assert (scorer.text_encoder_calls, scorer.texts_encoded) == (calls, encoded)  # nothing encoded again
+    np.testing.assert_allclose(features, scorer.encode_texts(captions), atol=1e-6)
+    # A caption the last batch did not have is encoded, alone.
+    scorer.text_features([*captions, "a caption never scored"])
+    assert scorer.texts_encoded == encoded + len(captions) + 1
