@@ -28,9 +28,9 @@ from scoring.priming.images import (
     decode_jpegs,
     device_decodable,
     image_to_rgb,
+    load_rgb,
     open_image,
 )
-from scoring.priming.scorer import short_error
 
 if TYPE_CHECKING:
     import torch
@@ -243,10 +243,8 @@ class ClipScorer:
             self._cache.popitem(last=False)
 
     def _prepare(self, loader: Callable[[], Image.Image]) -> tuple[torch.Tensor | None, str | None]:
-        try:
-            return self.preprocess(image_to_rgb(loader())), None
-        except Exception as exc:  # noqa: BLE001 - a loader may fail in any way; only its pairs fail
-            return None, f"image could not be decoded: {short_error(exc)}"
+        image, error = load_rgb(loader)
+        return (None, error) if image is None else (self.preprocess(image), None)
 
     def _prepared_chunks(
         self, pending: list[tuple[str, Callable[[], Image.Image]]], size: int

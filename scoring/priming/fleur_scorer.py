@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scoring.priming import fleur
-from scoring.priming.images import image_to_rgb
+from scoring.priming.images import load_rgb
 from scoring.priming.scorer import PrimingPair, RawScore, ScorerLoadError, short_error
 
 if TYPE_CHECKING:
@@ -263,10 +263,8 @@ def _common_prefix(rows: Sequence[torch.Tensor]) -> int:
 
 
 def _decoded(pair: PrimingPair) -> Image.Image | str:
-    try:
-        return image_to_rgb(pair.load_image())
-    except Exception as exc:  # noqa: BLE001 - a loader may fail in any way; only its pairs fail
-        return f"image could not be decoded: {short_error(exc)}"
+    image, error = load_rgb(pair.load_image)
+    return error if image is None else image
 
 
 # ---------------------------------------------------------------------------------------

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from scoring.priming.scorer import short_error
+
 if TYPE_CHECKING:
     import torch
     from PIL import Image
@@ -52,6 +54,15 @@ def open_image(data: bytes) -> Image.Image:
     image = PILImage.open(io.BytesIO(data))
     image.load()
     return image
+
+
+def load_rgb(loader: Callable[[], Image.Image]) -> tuple[Image.Image | None, str | None]:
+    """(the 8-bit RGB picture of ``loader``'s image, None), or (None, why it could not be had):
+    a loader may fail in any way, and only its own pairs fail with it."""
+    try:
+        return image_to_rgb(loader()), None
+    except Exception as exc:  # noqa: BLE001 - see above
+        return None, f"image could not be decoded: {short_error(exc)}"
 
 
 # ---------------------------------------------------------------------------------------
