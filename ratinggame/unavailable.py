@@ -25,14 +25,19 @@ def database_unavailable(error: BaseException | None) -> bool:
     return isinstance(error, OperationalError | InterfaceError)
 
 
+def retry_later(response: HttpResponse) -> HttpResponse:
+    """``response`` (a 503) with the time after which to try again."""
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
+
+
 def unavailable_response(request: HttpRequest) -> HttpResponse:
     if request.path.startswith(_API_PREFIX):
         body = {"error": {"code": "unavailable", "message": UNAVAILABLE_MESSAGE, "details": None}}
         response = JsonResponse(body, status=503)
     else:
         response = HttpResponse(render_to_string("503.html"), status=503)
-    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
-    return response
+    return retry_later(response)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:

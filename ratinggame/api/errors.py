@@ -21,7 +21,7 @@ from rest_framework.views import set_rollback
 
 from annotators.staff.services import ActionRefused
 from ratinggame.game import RatingRejected
-from ratinggame.unavailable import RETRY_AFTER_SECONDS, UNAVAILABLE_MESSAGE, database_unavailable
+from ratinggame.unavailable import UNAVAILABLE_MESSAGE, database_unavailable, retry_later
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +92,7 @@ def exception_handler(exc: Exception, context: dict) -> Response:
         return error_response(exc.code, exc.message, exc.status)
     if database_unavailable(exc):
         set_rollback()
-        response = error_response("unavailable", UNAVAILABLE_MESSAGE, 503)
-        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
-        return response
+        return retry_later(error_response("unavailable", UNAVAILABLE_MESSAGE, 503))
     exc = _translated(exc)
     response = drf_exception_handler(exc, context)
     if response is None:

@@ -28,7 +28,7 @@ from ratinggame.models import Assignment, CaptionPair, CaptionSource, Image, Imp
 from ratinggame.pairs.importing import ManifestError
 from ratinggame.pairs.jobs import JOBS, import_job_start
 from ratinggame.pairs.validation import PairInvalid
-from ratinggame.unavailable import RETRY_AFTER_SECONDS
+from ratinggame.unavailable import retry_later
 from scoring.consensus import consensus_from_aggregates
 
 TAG = "pairs"
@@ -219,9 +219,7 @@ def import_job_answer(job: ImportJob) -> Response:
         body = ImportReportSerializer({**job.report, "job_url": url}).data
         return Response(body, status=status.HTTP_200_OK if job.report["dry_run"] else status.HTTP_201_CREATED)
     if JOBS.never_queued(job):  # the broker did not answer
-        response = error_response("unavailable", job.error, 503, {"job_url": url})
-        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
-        return response
+        return retry_later(error_response("unavailable", job.error, 503, {"job_url": url}))
     if job.status == ImportJob.Status.FAILED:
         return error_response("invalid_manifest", job.error, 400, {"rows": job.row_errors, "job_url": url})
     return Response(ImportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED, headers={"Location": url})
