@@ -303,9 +303,10 @@ class Rating(models.Model):
         return (self.submitted_at - self.served_at).total_seconds()
 
 
-class ImportJob(models.Model):
-    """A manifest import run as a tracked job (``ratinggame.pairs.jobs``): the command's importer,
-    all or nothing, with its progress, its report and the rows it refused."""
+class TrackedJob(models.Model):
+    """What every job run in the background and followed by its page has (exports, imports): who
+    started it and when, its status and progress (``ratinggame.background.TrackedJobs`` moves
+    them), its parameters and, when it failed, why."""
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
@@ -315,20 +316,31 @@ class ImportJob(models.Model):
 
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+    # When a worker claimed it: a running job is taken as lost this long after it started, not
+    # after it was queued (it may wait in the queue behind other work).
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     progress = models.FloatField(default=0.0)
     progress_message = models.CharField(max_length=200, blank=True)
-    # pool, dry_run, skip_invalid and the manifest's name.
     params = models.JSONField(default=dict)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class ImportJob(TrackedJob):
+    """A manifest import run as a tracked job (``ratinggame.pairs.jobs``): the command's importer,
+    all or nothing, with its progress, its report and the rows it refused. ``params``: pool,
+    dry_run, skip_invalid, the manifest's name and its number of rows."""
+
     # The uploaded files while the job waits or runs (under MEDIA_ROOT; removed at the end).
     folder = models.CharField(max_length=200, blank=True)
     # ImportReport's counts and pair ids once the importer ran; the refused rows as
     # [{"row": line number, "reason": "..."}] (all of them stop the import unless skip_invalid).
     report = models.JSONField(default=dict, blank=True)
     row_errors = models.JSONField(default=list, blank=True)
-    error = models.TextField(blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -1,7 +1,8 @@
 """Model primes and calibrations, learned predictors, and dataset export jobs."""
 
-from django.conf import settings
 from django.db import models
+
+from ratinggame.models import TrackedJob
 
 
 class Metric(models.TextChoices):
@@ -82,26 +83,9 @@ class PredictorRun(models.Model):
         return f"predictor {self.pk} ({'active' if self.active else 'inactive'})"
 
 
-class ExportJob(models.Model):
-    class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed"
-
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
-    # When a worker claimed it: a running job is taken as lost this long after it started, not
-    # after it was queued (it may wait in the queue behind other work).
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
-    progress = models.FloatField(default=0.0)
-    progress_message = models.CharField(max_length=200, blank=True)
-    params = models.JSONField(default=dict)
+class ExportJob(TrackedJob):
     archive = models.CharField(max_length=500, blank=True, help_text="Path of the zip under MEDIA_ROOT.")
     counts = models.JSONField(default=dict, blank=True)
-    error = models.TextField(blank=True)
 
     class Meta:
         ordering = ["-created_at"]
