@@ -4,6 +4,7 @@ Pages of both apps use these (the rater's pages here, the rating screens in rati
 so they live outside any page module. Where a rater may be is ``annotators.progress.current_step``.
 """
 
+from django.db.models import Q
 from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
@@ -38,13 +39,20 @@ def step_gate(user, allowed: frozenset[Step] | set[Step]) -> HttpResponse | None
 
 def guide_context(user) -> dict:
     """What the Rating Guide (annotators/_guide.html) needs on every page that has it: the levels,
-    and beside each one an example, the first tutorial pair (in display order) the experts rated
-    at that level among those ``user`` has already rated (None where there is none). A pair the
-    rater has not rated yet is never an example: in the tutorial the guide opens beside the pair
-    being rated, and its expert rating would be the answer."""
-    examples: dict[int, CaptionPair] = {}
+    and beside each one an example (None where there is none).
+
+    The example of a level is the first guide pair (``Pool.GUIDE``, in display order) the experts
+    rated at that level: the guide's own examples, there from the first tutorial pair on. A level
+    without one falls back to the first tutorial pair rated at that level among those ``user`` has
+    already rated. A tutorial pair the rater has not rated yet is never an example: in the tutorial
+    the guide opens beside the pair being rated, and its expert rating would be the answer.
+    """
     rated = Rating.objects.filter(rater=user, stage=Pool.TUTORIAL).values("pair_id")
-    tutorial = CaptionPair.objects.filter(pool=Pool.TUTORIAL, expert_rating__isnull=False, pk__in=rated)
-    for pair in tutorial.select_related("image").order_by("display_order", "id"):
-        examples.setdefault(pair.expert_rating, pair)
-    return {"levels": LEVELS, "guide_levels": [(level, examples.get(level.value)) for level in LEVELS]}
+    candidates = CaptionPair.objects.filter(
+        Q(pool=Pool.GUIDE) | Q(pool=Pool.TUTORIAL, pk__in=rated), expert_rating__isnull=False
+    )
+    examples: dict[str, dict[int, CaptionPair]] = {Pool.GUIDE: {}, Pool.TUTORIAL: {}}
+    for pair in candidates.select_related("image").order_by("display_order", "id"):
+        examples[pair.pool].setdefault(pair.expert_rating, pair)
+    chosen = {**examples[Pool.TUTORIAL], **examples[Pool.GUIDE]}
+    return {"levels": LEVELS, "guide_levels": [(level, chosen.get(level.value)) for level in LEVELS]}

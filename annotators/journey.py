@@ -2,21 +2,35 @@
 
 Consent -> tutorial (10 expert-rated pairs, pass mark 10 of 20) -> the game, or probation
 (rounds of 20 expert-rated pairs, pass mark 25 of 40) -> the game. The first 20 game ratings
-after every entry to the game form the qualification window, which needs 25 points; a failed
-window resets the game score, excludes the window's ratings and sends the rater back to
-probation. Game levels come from the game score. Every rating screen waits a minimum time
-before it takes a rating (``min_seconds``).
+after every entry to the game form the qualification window, which needs 25 points. Game
+levels come from the game score. Every rating screen waits a minimum time before it takes a
+rating (``min_seconds``).
+
+Quality control after qualification (SPEC 2.5): one serve in every block of
+``control_every()`` game serves, at a place drawn per rater and block (``control_due``), is a
+control pair, rated by experts; each control rating gets the rubric's agreement score (exact 2,
+adjacent 1, otherwise 0), and the drift rule watches the mean over the rater's latest
+``drift_window()`` of them. A rater may skip a game pair without a reason, up to a share of
+their serves (``skips_allowed``).
+
+A failed window and a drift end the same way, decided here as one ``Transition`` (reset the game
+score, exclude ratings, back to probation, with the reason) that the game applies in one place
+(``ratinggame.game.transitions``).
 
 No queries here: where each rater is, their progress and the moves between steps are in
 ``annotators.progress``; the rating screens that apply these rules are in ``ratinggame.game``.
 """
 
+import hashlib
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import models
+
+from annotators.competency.pcm import rubric_score
 
 TUTORIAL_SIZE = 10
 TUTORIAL_MAX_POINTS = 2 * TUTORIAL_SIZE  # 2 points for each expert rating matched
@@ -27,6 +41,10 @@ PROBATION_PASS_POINTS = 25
 WINDOW_SIZE = 20
 WINDOW_NEEDED = 25
 WINDOW_FAILED_REASON = "failed qualification window"
+DRIFT_REASON = "agreement with the experts on the quality-check pairs fell too low"
+# Skips are not allowed in a rater's first game serves: the qualification window is not a place
+# to pick easy pairs.
+SKIPS_FROM_SERVE = 20
 # Game levels: level 1 from the start, 2 from 250 points, then 1000, 2000 and 3000.
 LEVEL_THRESHOLDS = (250, 1000, 2000, 3000)
 
@@ -134,3 +152,112 @@ class Window:
         if self.open:
             return None
         return "window_passed" if self.points >= self.needed else "window_failed"
+
+
+# --- Quality control after qualification (SPEC 2.5) --------------------------------------------
+
+
+def seeded_draw(seed: int, *keys: int, bound: int) -> int:
+    """A number in [0, bound) fixed by a rater's seed and ``keys``: the same draw every time it is
+    asked (a page reload, a retried request), independent between raters and between keys."""
+    digest = hashlib.blake2b(repr((seed, *keys)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % bound
+
+
+def control_every() -> int:
+    """One game serve in this many is a control pair (0: no control pairs)."""
+    return max(0, int(settings.RATINGGAME["CONTROL_EVERY"]))
+
+
+def control_due(seed: int, serve: int) -> bool:
+    """Whether the rater's game serve number ``serve`` (0-based) is their block's control pair.
+
+    Serves come in blocks of ``control_every()``; the control's place in each block is drawn
+    per rater and block, so it cannot be predicted from the count.
+    """
+    every = control_every()
+    if every == 0:
+        return False
+    block, place = divmod(serve, every)
+    return place == seeded_draw(seed, block, bound=every)
+
+
+def drift_window() -> int:
+    """How many of the rater's latest control ratings the drift rule averages."""
+    return max(1, int(settings.RATINGGAME["DRIFT_WINDOW"]))
+
+
+def drift_threshold() -> float:
+    """The mean agreement (0..2) under which the drift rule sends a rater back to probation."""
+    return float(settings.RATINGGAME["DRIFT_THRESHOLD"])
+
+
+def control_agreement(value: int, expert: int) -> int:
+    """A control rating's agreement with the expert rating: exact 2, adjacent 1, otherwise 0."""
+    return rubric_score(value, expert)
+
+
+def skips_allowed(serves: int) -> int:
+    """Game pairs a rater may have skipped in all after ``serves`` game serves: none in the first
+    ``SKIPS_FROM_SERVE``, then ``SKIP_PERCENT`` of the serves after them."""
+    percent = max(0, int(settings.RATINGGAME["SKIP_PERCENT"]))
+    return max(0, serves - SKIPS_FROM_SERVE) * percent // 100
+
+
+@dataclass(frozen=True)
+class Transition:
+    """What the journey decided after a game rating, for the game to apply in one place: reset
+    the game score, exclude ratings (kept for audit, out of every consensus and export), send the
+    rater back to probation, with the reason in the ratings, the staff action log and the page."""
+
+    name: str  # the feedback's transition: "window_failed" or "drift"
+    reason: str  # the excluded ratings' reason and the staff action log's
+    exclude_ids: tuple[int, ...] = ()  # these ratings ...
+    exclude_since: datetime | None = None  # ... and every game rating from this time on
+    reset_score: bool = True
+    enter_probation: bool = True
+
+
+def score_after(score: int, points: int, transition: Transition | None) -> int:
+    """The game score after a rating worth ``points``: 0 when the rating ends in a reset."""
+    return 0 if transition is not None and transition.reset_score else score + points
+
+
+def window_transition(window: "Window", window_rating_ids: Sequence[int]) -> Transition | None:
+    """SPEC 2.3: the window just closed with too few points: its ratings go, with the score."""
+    if window.outcome != "window_failed":
+        return None
+    return Transition(name="window_failed", reason=WINDOW_FAILED_REASON, exclude_ids=tuple(window_rating_ids))
+
+
+@dataclass(frozen=True)
+class ControlResult:
+    """One control rating: when it was made and its agreement with the expert (0, 1 or 2)."""
+
+    submitted_at: datetime
+    agreement: int
+
+
+def drift_mean(controls: Sequence[ControlResult]) -> float | None:
+    """The mean agreement over the latest ``drift_window()`` control ratings; None with fewer."""
+    latest = controls[-drift_window() :]
+    if len(latest) < drift_window():
+        return None
+    return sum(result.agreement for result in latest) / len(latest)
+
+
+def drift_transition(controls: Sequence[ControlResult], window: "Window") -> Transition | None:
+    """SPEC 2.5: the drift rule, after a control rating. ``controls`` are the rater's counted
+    control ratings since they entered the game, oldest first, the new one last.
+
+    Checked only once the qualification window is over (the window is the check before that).
+    When the mean agreement of the latest ``drift_window()`` falls under ``drift_threshold()``,
+    every game rating since the first of them is excluded and the rater goes back to probation.
+    """
+    if window.open:
+        return None
+    mean = drift_mean(controls)
+    if mean is None or mean >= drift_threshold():
+        return None
+    first = controls[-drift_window()].submitted_at
+    return Transition(name="drift", reason=DRIFT_REASON, exclude_since=first)

@@ -1,7 +1,19 @@
 """Raters: profile and state, consent, probation rounds, disputes, and admin actions."""
 
+import random
+
 from django.conf import settings
+from django.contrib.auth.models import Group
 from django.db import models
+from django.db.models import Exists, OuterRef, Q
+
+from annotators.roles import ADMIN, RESEARCHER
+from ratinggame.models import TrackedJob
+
+
+def random_seed() -> int:
+    """A rater's own seed: their serving order and where their control pairs fall (SPEC 2.5, 5)."""
+    return random.randrange(2**62)
 
 
 class RaterState(models.TextChoices):
@@ -9,6 +21,22 @@ class RaterState(models.TextChoices):
     PROBATION = "probation", "Probation"
     GAME = "game", "Game"
     SUSPENDED = "suspended", "Suspended"
+
+
+class RaterProfileQuerySet(models.QuerySet):
+    def raters(self) -> "RaterProfileQuerySet":
+        """The people who rate for the study: every profile but staff's and withdrawn accounts'.
+
+        Staff are the accounts that run the study (``is_staff``, superusers, the admin and
+        researcher roles): their profiles exist because they opened the game to try it, and
+        their ratings are kept (and count, like anyone's), but they are not the study's raters.
+        A withdrawn account (``ratinggame.game.withdrawal``) is no one any more. The staff
+        dashboard, the leaderboard and the researchers' progress page count raters with this.
+        """
+        staff_roles = Group.objects.filter(user=OuterRef("user_id"), name__in=(ADMIN, RESEARCHER))
+        return self.filter(withdrawn_at__isnull=True).exclude(
+            Q(user__is_staff=True) | Q(user__is_superuser=True) | Exists(staff_roles)
+        )
 
 
 class RaterProfile(models.Model):
@@ -19,14 +47,24 @@ class RaterProfile(models.Model):
     consent_at = models.DateTimeField(null=True, blank=True)
     display_name = models.CharField(max_length=40, blank=True)
     on_leaderboard = models.BooleanField(default=True)
-    tutorial_score = models.SmallIntegerField(null=True, blank=True, help_text="Out of 20; the training score.")
+    tutorial_score = models.SmallIntegerField(
+        null=True, blank=True, help_text="The tutorial's points: the training score."
+    )
     tutorial_completed_at = models.DateTimeField(null=True, blank=True)
     game_score = models.IntegerField(default=0)
-    # Qualification window (SPEC section 2.3): the first 20 game ratings after each entry.
+    # Qualification window (SPEC section 2.3): the first journey.WINDOW_SIZE game ratings after each entry.
     game_entered_at = models.DateTimeField(null=True, blank=True)
     window_count = models.PositiveSmallIntegerField(default=0)
     window_points = models.SmallIntegerField(default=0)
+    # Game serves so far (game and control pairs, skipped ones too): which serve of a block of
+    # ten holds the control pair, and how many skips the rater has earned (annotators.journey).
+    game_serves = models.PositiveIntegerField(default=0)
+    order_seed = models.BigIntegerField(default=random_seed, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
+    # When the rater deleted their data ("Delete my data"): the account is anonymised and closed.
+    withdrawn_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    objects = RaterProfileQuerySet.as_manager()
 
     class Meta:
         ordering = ["id"]
@@ -103,24 +141,11 @@ class RaterAction(models.Model):
         return f"{self.action} {self.rater} ({self.created_at:%Y-%m-%d})"
 
 
-class AnalysisStatus(models.TextChoices):
-    PENDING = "pending", "Pending"
-    RUNNING = "running", "Running"
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
+class CompetencyAnalysis(TrackedJob):
+    """One run of the Partial Credit Model analysis of rater competency (annotators.competency.analysis),
+    a tracked job like imports and exports: ``created_by`` is the staff member who asked for it
+    (none for the periodic check)."""
 
-
-class CompetencyAnalysis(models.Model):
-    """One run of the Partial Credit Model analysis of rater competency (annotators.competency.analysis)."""
-
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    status = models.CharField(max_length=10, choices=AnalysisStatus.choices, default=AnalysisStatus.PENDING)
-    error = models.TextField(blank=True)
-    requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
     # Game ratings on record when the run was requested: the periodic check compares the
     # current count with it (RATINGGAME_COMPETENCY_EVERY).
     game_ratings_count = models.PositiveIntegerField(default=0)

@@ -78,8 +78,8 @@ def probation_round_start(*, profile: RaterProfile) -> ProbationRound:
 
     SPEC 2.2: a retry measures skill, not memory of the answers just shown. The round takes
     first the probation pairs this rater has never rated, then those rated longest ago. With
-    the demo's 60 pairs three rounds never repeat a pair; with a set of 20 every round repeats
-    the last one, in a different order whenever it can.
+    the demo's 60 pairs three rounds never repeat a pair; with a set of PROBATION_SIZE pairs every
+    round repeats the last one, in a different order whenever it can.
     """
     previous = probation_round_current(profile)
     pool = list(

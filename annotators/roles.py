@@ -1,9 +1,14 @@
-"""The three roles (SPEC: annotators play, researchers export, admins monitor) as Django groups."""
+"""The three roles (SPEC: annotators play, researchers export, admins monitor) as Django groups,
+and the decorators of the pages each role may open."""
 
 import functools
+from collections.abc import Callable
 
 from django.contrib.auth.models import Group
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
 from django.db.models import Exists, Model, OuterRef
+from django.http import HttpRequest, HttpResponse
 
 ANNOTATOR = "annotator"
 RESEARCHER = "researcher"
@@ -66,3 +71,29 @@ def is_researcher(user) -> bool:
 def is_annotator(user) -> bool:
     """Annotators play the game; admins may too (to try it). Researchers do not rate."""
     return is_admin(user) or has_role(user, ANNOTATOR)
+
+
+View = Callable[..., HttpResponse]
+
+
+def _page_for(allowed: Callable[[object], bool], refusal: str) -> Callable[[View], View]:
+    """A decorator: anonymous visitors go to the log-in page, users ``allowed`` refuses get 403."""
+
+    def decorator(view: View) -> View:
+        @functools.wraps(view)
+        def checked(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+            if not request.user.is_authenticated:
+                return redirect_to_login(request.get_full_path())
+            if not allowed(request.user):
+                raise PermissionDenied(refusal)
+            return view(request, *args, **kwargs)
+
+        return checked
+
+    return decorator
+
+
+# The staff pages (raters, disputes, competency, pair reports): admins (``is_admin``).
+staff_required = _page_for(is_admin, "Staff only.")
+# The research pages (imports, exports): researchers and admins (``is_researcher``).
+researcher_required = _page_for(is_researcher, "Researchers only.")

@@ -9,14 +9,21 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import F, Sum
+from django.db.models import Count, F, Sum
 from django.utils import timezone
 
 from annotators import progress
-from annotators.journey import level_for, next_level_at
+from annotators.journey import (
+    DRIFT_REASON,
+    WINDOW_FAILED_REASON,
+    WINDOW_NEEDED,
+    WINDOW_SIZE,
+    level_for,
+    next_level_at,
+)
 from annotators.models import Dispute, DisputeStatus, RaterProfile, RaterState
 from annotators.roles import ANNOTATOR, ensure_roles
-from ratinggame.models import Pool, Rating, counted_ratings
+from ratinggame.models import GAME_STAGES, Rating, game_ratings
 from scoring.consensus import BEST_SCORE
 
 DISPLAY_NAME_MAX_CHARS = 40
@@ -68,7 +75,7 @@ def dispute_refusal(rating: Rating) -> ValidationError | None:
     with the reset game score), the first rating of its pair (0 points by the rules, whatever
     the value), the full 2 points already, or disputed once already.
     """
-    if rating.stage != Pool.GAME:
+    if rating.stage not in GAME_STAGES:
         message, code = "Only game scores can be disputed: tutorial and probation use expert ratings.", "not_game"
     elif rating.excluded:
         reason = f" ({rating.excluded_reason})" if rating.excluded_reason else ""
@@ -145,11 +152,12 @@ def leaderboard(period: str = "all", limit: int = 20) -> list[dict]:
 
     "all": the game score (reset when a qualification window fails). "week": points of the
     counted game ratings submitted in the last 7 days. The level is always the rater's level
-    (from the game score), whichever points the board ranks by. Suspended raters are left out.
+    (from the game score), whichever points the board ranks by. Suspended raters are left out,
+    and so is anyone who is not one of the study's raters (staff trying the game, withdrawn accounts).
     """
     if period not in LEADERBOARD_PERIODS:
         raise ValueError(f"period must be one of {sorted(LEADERBOARD_PERIODS)}, not {period!r}")
-    shown = RaterProfile.objects.filter(on_leaderboard=True).exclude(state=RaterState.SUSPENDED)
+    shown = RaterProfile.objects.raters().filter(on_leaderboard=True).exclude(state=RaterState.SUSPENDED)
     if period == "all":
         rows = list(
             shown.filter(game_score__gt=0)
@@ -159,7 +167,9 @@ def leaderboard(period: str = "all", limit: int = 20) -> list[dict]:
     else:
         since = timezone.now() - LEADERBOARD_PERIODS[period]
         rows = list(
-            shown.filter(counted_ratings("user__ratings__"), user__ratings__submitted_at__gte=since)
+            shown.filter(
+                game_ratings("user__ratings__"), user__ratings__excluded=False, user__ratings__submitted_at__gte=since
+            )
             .annotate(points=Sum("user__ratings__points"))
             .filter(points__gt=0)
             .order_by("-points", "id")
@@ -177,16 +187,35 @@ def leaderboard(period: str = "all", limit: int = 20) -> list[dict]:
     ]
 
 
+# Why game ratings were excluded, as the rater reads it on their page after "N ratings ...", by
+# Rating.excluded_reason. A reason without an entry here is shown as it was stored.
+EXCLUDED_WORDS = {
+    WINDOW_FAILED_REASON: (
+        f"from a qualification window that failed: your first {WINDOW_SIZE} game ratings after entering the "
+        f"game scored fewer than the {WINDOW_NEEDED} points needed, so your game score went back to 0 and you "
+        "went back to probation"
+    ),
+    DRIFT_REASON: (
+        "from a quality check: some game pairs have ratings known from experts, and over the latest of them your "
+        "ratings agreed with the experts' too rarely, so the game ratings you made since the first of those checks "
+        "no longer count, your game score went back to 0 and you went back to probation"
+    ),
+}
+
+
 def personal_stats(user: AbstractBaseUser) -> dict:
     """The rater's game record.
 
-    ``ratings``: game ratings counted (not excluded); ``exact_agreement``: share of them equal
+    ``ratings``: game ratings not excluded (control pairs' too: to the rater they are game pairs);
+    ``exact_agreement``: share of them equal
     to the consensus shown at the time (None before any rating with a consensus);
     ``streak``: consecutive latest game ratings that scored 0 or more; ``score``, ``level``,
-    ``next_level_at`` (None at the top level).
+    ``next_level_at`` (None at the top level); ``excluded``: the rater's excluded game ratings
+    (kept for the record, counted nowhere), ``[{"count", "reason", "words"}, ...]`` by reason, most
+    first, and ``excluded_total``.
     """
     profile = progress.profile_for(user)
-    ratings = Rating.objects.counted().filter(rater=user)
+    ratings = Rating.objects.filter(game_ratings(), rater=user, excluded=False)
     count = ratings.count()
     with_reference = ratings.filter(reference__isnull=False)
     judged = with_reference.count()
@@ -197,8 +226,17 @@ def personal_stats(user: AbstractBaseUser) -> dict:
         if points < 0:
             break
         streak += 1
+    excluded = [
+        {"count": n, "reason": reason, "words": EXCLUDED_WORDS.get(reason, f"excluded: {reason or 'no reason given'}")}
+        for reason, n in Rating.objects.filter(game_ratings(), rater=user, excluded=True)
+        .values_list("excluded_reason")
+        .annotate(n=Count("id"))
+        .order_by("-n", "excluded_reason")
+    ]
     return {
         "ratings": count,
+        "excluded": excluded,
+        "excluded_total": sum(row["count"] for row in excluded),
         "exact_agreement": exact / judged if judged else None,
         "streak": streak,
         "score": profile.game_score,

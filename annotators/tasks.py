@@ -20,7 +20,7 @@ from ratinggame.background import BackgroundTask
     time_limit=16 * 60,
 )
 def refresh_competency(analysis_id: int) -> str:
-    """Run the PENDING CompetencyAnalysis ``analysis_id`` (idempotent: claimed by a conditional UPDATE)."""
+    """Run the queued CompetencyAnalysis ``analysis_id`` (idempotent: claimed by a conditional UPDATE)."""
     try:
         return competency_analysis_run(analysis_id=analysis_id)
     except SoftTimeLimitExceeded:

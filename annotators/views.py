@@ -20,6 +20,7 @@ from annotators.forms import ConsentForm, ProfileForm, SignupForm
 from annotators.gates import PLAYING_STEPS, guide_context, step_gate, step_url
 from annotators.journey import Step
 from annotators.throttles import signup_seconds_to_wait
+from scoring.consensus import points_table
 
 
 @require_http_methods(["GET", "POST"])
@@ -85,6 +86,7 @@ def intro(request: HttpRequest) -> HttpResponse:
             "steps": Step,
             "min_seconds": journey.min_seconds(step),
             "rules": journey.rules(),
+            "game_points": points_table(),
         },
     )
 

@@ -123,7 +123,7 @@ def build(shape: str, device: str, dtype, gain: float):
 
 def priming_pairs(n_pairs: int):
     from bench.bench_priming import synthetic_pairs
-    from scoring.priming.images import StoredImage
+    from scoring.pictures import StoredImage
     from scoring.priming.scorer import PrimingPair
 
     return [

@@ -91,7 +91,7 @@ def build(db_url: str, pairs: int, raters: int, out: str, profile_ratings: int, 
 
     from annotators.models import RaterProfile, RaterState
     from annotators.roles import ANNOTATOR, ensure_roles
-    from ratinggame.models import CaptionPair, Image
+    from ratinggame.models import CaptionPair, Image, Pool, PrimingStatus
 
     call_command("migrate", verbosity=0)
     started = time.perf_counter()
@@ -100,6 +100,17 @@ def build(db_url: str, pairs: int, raters: int, out: str, profile_ratings: int, 
         for i in range(IMAGES)
     )
     _insert_pairs(connection, CaptionPair, [image.pk for image in images], pairs)
+    # The game's control pairs (SPEC 2.5), as the demo has them: five images, one caption per level.
+    CaptionPair.objects.bulk_create(
+        CaptionPair(
+            image=images[i // 5],
+            caption=f"bench control caption {i}",
+            pool=Pool.CONTROL,
+            expert_rating=1 + i % 5,
+            priming_status=PrimingStatus.NOT_NEEDED,
+        )
+        for i in range(25)
+    )
     now = timezone.now()
     annotator = ensure_roles()[ANNOTATOR]
     tokens = []
@@ -142,40 +153,44 @@ def build(db_url: str, pairs: int, raters: int, out: str, profile_ratings: int, 
 
 
 def _candidate_query_ms(connection, user) -> float:
-    """Median execution time PostgreSQL reports for the next-pair query (EXPLAIN ANALYZE, 30 runs)."""
+    """Median execution time PostgreSQL reports for the next-pair claim (EXPLAIN ANALYZE, 30 runs,
+    each from another point of the rater's order, rolled back)."""
     from django.db import transaction
 
-    from ratinggame.game.assignment import claim_query
+    from ratinggame.game.assignment import claim_statement_and_params, order_start
 
     times = []
     with transaction.atomic(), connection.cursor() as cursor:
-        sql, params = claim_query(rater=user)[:1].query.sql_with_params()
-        for _ in range(30):
+        for serve in range(30):
+            sql, params = claim_statement_and_params(user.pk, order_start(user.rater.order_seed, serve), None)
             cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
             times.append(cursor.fetchone()[0][0]["Execution Time"])
+        transaction.set_rollback(True)
     return statistics.median(times)
 
 
 def _insert_pairs(connection, model, image_ids: list[int], count: int) -> None:
     """`count` fresh game pairs in one INSERT ... SELECT generate_series (a million in seconds).
 
-    Every column but image, caption and created_at gets the model's default, as bulk_create
-    would give it, so the rows are what the site itself creates.
+    Every column but image, caption, created_at and the random order key gets the model's default,
+    as bulk_create would give it, so the rows are what the site itself creates.
     """
     from ratinggame.models import Pool, PrimingStatus
 
     chosen = {"pool": Pool.GAME, "primes": [3.0, 4.0], "priming_status": PrimingStatus.DONE}
+    own = {"image", "caption", "created_at", "order_key"}  # drawn per row below
     fixed = {
         field.column: field.get_db_prep_save(chosen.get(field.name, field.get_default()), connection)
         for field in model._meta.concrete_fields
-        if not field.primary_key and field.name not in {"image", "caption", "created_at"}
+        if not field.primary_key and field.name not in own
     }
-    columns = ", ".join(f'"{column}"' for column in ["image_id", "caption", "created_at", *fixed])
+    columns = ", ".join(f'"{column}"' for column in ["image_id", "caption", "created_at", "order_key", *fixed])
     values = ", ".join(["%s"] * len(fixed))
     sql = (
         f'INSERT INTO "{model._meta.db_table}" ({columns}) '  # noqa: S608 - names from the model, not input
         f"SELECT (%s::bigint[])[1 + g %% {len(image_ids)}], "
-        f"'bench caption ' || g || ': a person riding a bicycle down a city street', now(), {values} "
+        f"'bench caption ' || g || ': a person riding a bicycle down a city street', now(), "
+        f"floor(random() * 2147483648)::integer, {values} "
         "FROM generate_series(0, %s - 1) AS g"
     )
     with connection.cursor() as cursor:

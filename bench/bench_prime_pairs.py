@@ -153,7 +153,7 @@ def scorer_alone(ids: list[int]) -> float:
     from django.core.files.storage import default_storage
 
     from ratinggame.models import CaptionPair
-    from scoring.priming.images import StoredImage
+    from scoring.pictures import StoredImage
     from scoring.priming.registry import PrimingModels, loaded_models_clear
     from scoring.priming.scorer import PrimingPair
 

@@ -87,7 +87,7 @@ def sync(device: str) -> None:
 
 
 def run_priming(scorer, pairs, batch_size):
-    from scoring.priming.images import StoredImage
+    from scoring.pictures import StoredImage
 
     items = [(key, StoredImage(read=lambda data=data: data), caption, None) for key, data, caption in pairs]
     sync(str(scorer.device))

@@ -109,7 +109,9 @@ class CaptionPairForm(forms.ModelForm):
     # No min/max on the field itself: the range is checked by the importer's rule
     # (clean_expert_rating), so the admin gives the same "outside 1-5" message, not the
     # model field's bounds or the database constraint's name.
-    expert_rating = forms.IntegerField(required=False, help_text="1-5; required for tutorial and probation pairs.")
+    expert_rating = forms.IntegerField(
+        required=False, help_text="1-5; required for tutorial, probation and guide pairs."
+    )
 
     class Meta:
         model = CaptionPair

@@ -25,12 +25,16 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from celery import Task
 from django.db import models, transaction
 from django.db.models import Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
+
+if TYPE_CHECKING:
+    from ratinggame.models import TrackedJob
 
 log = logging.getLogger(__name__)
 
@@ -93,19 +97,30 @@ def dispatch(task_name: str, *args, on_not_queued: Callable[[NotQueued], None] |
 
 @dataclass(frozen=True)
 class TrackedJobs:
-    """The life of the rows of one job model that has ``status``, ``started_at``,
-    ``finished_at`` and ``error`` fields (and, for progress, ``progress`` and ``progress_message``).
+    """The life of the rows of one job model, a ``ratinggame.models.TrackedJob`` (its ``status``,
+    ``started_at``, ``finished_at``, ``error``, ``progress`` and ``progress_message``).
 
-    ``queued``, ``running``, ``done`` and ``failed`` are the model's own status values.
     A running job counts as lost (its worker died) ``stale_after`` after it started.
     """
 
-    model: type[models.Model]
-    queued: str
-    running: str
-    done: str
-    failed: str
+    model: "type[TrackedJob]"
     stale_after: timedelta
+
+    @property
+    def queued(self) -> str:
+        return self.model.Status.QUEUED
+
+    @property
+    def running(self) -> str:
+        return self.model.Status.RUNNING
+
+    @property
+    def done(self) -> str:
+        return self.model.Status.DONE
+
+    @property
+    def failed(self) -> str:
+        return self.model.Status.FAILED
 
     def in_progress(self) -> Q:
         """Jobs waiting (since their creation) or running (since their start) for less than ``stale_after``."""

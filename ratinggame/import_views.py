@@ -13,11 +13,11 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
+from annotators.roles import researcher_required
 from ratinggame.models import ImportJob, Pool
 from ratinggame.pairs.importing import ManifestError
 from ratinggame.pairs.jobs import import_job_start
 from ratinggame.pairs.validation import PairInvalid
-from scoring.views import researcher_required
 
 _LISTED = 20
 

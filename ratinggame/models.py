@@ -1,8 +1,10 @@
 """The game's data: images, caption pairs, assignments (a pair served to a rater) and ratings."""
 
+import random
 from datetime import datetime
 
 from django.conf import settings
+from django.contrib.sessions.base_session import AbstractBaseSession
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -16,11 +18,30 @@ MAX_HUMAN_RATINGS = 7
 
 
 class Pool(models.TextChoices):
-    """The pool a pair belongs to, which is also the stage in which it is served and rated."""
+    """The pool a pair belongs to, which is also the stage in which it is served and rated.
+
+    Control pairs (SPEC 2.5) are expert-rated pairs hidden in the game: served, shown and scored
+    like game pairs, so to the rater their stage is "game"; their assignments and ratings are
+    stored with the stage "control", which keeps them out of every consensus, cap and export.
+    Guide pairs are the Rating Guide's examples, one or more per level with the expert rating and
+    why (``annotators.gates.guide_context``): shown beside the rubric from the first tutorial pair
+    on, never served, rated, primed or exported.
+    """
 
     TUTORIAL = "tutorial", "Tutorial"
     PROBATION = "probation", "Probation"
     GAME = "game", "Game"
+    CONTROL = "control", "Control"
+    GUIDE = "guide", "Rating Guide example"
+
+
+# The stages a rater meets in the game: game pairs and the control pairs among them. Ratings of
+# both make the game score, the qualification window and the rater's game record.
+GAME_STAGES = (Pool.GAME, Pool.CONTROL)
+# Pools whose pairs carry an expert rating, which a manifest must give; of them, the pools that
+# teach the scale also need why the experts chose it (a control pair's explanation is for staff).
+EXPERT_POOLS = frozenset({Pool.TUTORIAL, Pool.PROBATION, Pool.GUIDE, Pool.CONTROL})
+TEACHING_POOLS = frozenset({Pool.TUTORIAL, Pool.PROBATION, Pool.GUIDE})
 
 
 class CaptionSource(models.TextChoices):
@@ -63,10 +84,16 @@ class Image(models.Model):
         return self.original_name or self.sha256[:12]
 
 
-class CaptionPairQuerySet(models.QuerySet):
-    def in_pool(self, pool: str) -> "CaptionPairQuerySet":
-        return self.filter(pool=pool)
+ORDER_KEY_LIMIT = 2**31  # order keys are 0 .. 2**31 - 1 (an integer column on every database)
 
+
+def random_order_key() -> int:
+    """A new pair's place among pairs of its serving rank (ratinggame.game.assignment): random,
+    so that no rater's order follows the order of import."""
+    return random.randrange(ORDER_KEY_LIMIT)
+
+
+class CaptionPairQuerySet(models.QuerySet):
     def game(self) -> "CaptionPairQuerySet":
         return self.filter(pool=Pool.GAME)
 
@@ -122,6 +149,9 @@ class CaptionPair(models.Model):
     assign_rank = models.PositiveSmallIntegerField(
         null=True, blank=True, choices=AssignRank.choices, default=AssignRank.FRESH
     )
+    # Where the pair stands among the pairs of its rank (SPEC 5): each rater walks the keys from
+    # a point of their own (ratinggame.game.assignment), so no two raters share an order.
+    order_key = models.IntegerField(default=random_order_key, editable=False)
 
     # Taken out of the serving order after RATINGGAME["REPORTS_TO_WITHDRAW"] raters reported a
     # problem with it (ratinggame.game.reports); staff put it back or keep it out.
@@ -146,12 +176,12 @@ class CaptionPair(models.Model):
         ]
         indexes = [
             models.Index(fields=["pool", "human_count"], name="pair_pool_count_idx"),
-            # The game's next-pair query: WHERE pool = 'game' AND assign_rank IS NOT NULL
-            # ORDER BY assign_rank, id LIMIT k reads only the head of this index.
+            # The game's next-pair query: WHERE pool = 'game' AND assign_rank = r AND order_key
+            # >= k ORDER BY order_key LIMIT 1 reads one entry of this index.
             models.Index(
-                fields=["assign_rank", "id"],
+                fields=["assign_rank", "order_key"],
                 condition=Q(pool="game", assign_rank__isnull=False),
-                name="pair_assign_rank_idx",
+                name="pair_serving_order_idx",
             ),
         ]
 
@@ -189,6 +219,8 @@ class Assignment(models.Model):
     # True while this open game assignment holds one of its pair's slots (pair.in_flight);
     # cleared on submission or when it expires (ratinggame.game.assignment).
     holds_slot = models.BooleanField(default=False)
+    # When the rater passed the pair without rating it ("Skip this pair", ratinggame.game.skips).
+    skipped_at = models.DateTimeField(null=True, blank=True)
 
     objects = AssignmentQuerySet.as_manager()
 
@@ -252,6 +284,12 @@ class PairReport(models.Model):
         return f"{self.rater} reported pair {self.pair_id}: {self.reason}"
 
 
+def game_ratings(prefix: str = "") -> Q:
+    """Ratings made in the game, of game and control pairs alike (``GAME_STAGES``): the rater's
+    game record. Only game pairs' ratings count toward a consensus (``counted_ratings``)."""
+    return Q(**{f"{prefix}stage__in": GAME_STAGES})
+
+
 def counted_ratings(prefix: str = "") -> Q:
     """The one definition of a rating that counts: a game rating not excluded (by a failed
     qualification window). Counted ratings make the consensus, the game scores, the statistics
@@ -304,8 +342,8 @@ class Rating(models.Model):
 
 
 class TrackedJob(models.Model):
-    """What every job run in the background and followed by its page has (exports, imports): who
-    started it and when, its status and progress (``ratinggame.background.TrackedJobs`` moves
+    """What every job run in the background and followed by its page has (exports, imports,
+    competency analyses): who started it and when, its status and progress (``ratinggame.background.TrackedJobs`` moves
     them), its parameters and, when it failed, why."""
 
     class Status(models.TextChoices):
@@ -347,3 +385,20 @@ class ImportJob(TrackedJob):
 
     def __str__(self) -> str:
         return f"import {self.pk} ({self.status})"
+
+
+class Session(AbstractBaseSession):
+    """A browser session that names its signed-in user (Django's database sessions name nobody):
+    the rating page's one request reads the session, its user, their roles and their profile in
+    one query (``ratinggame.game.sql.rater_by_session``). The session engine is
+    ``ratinggame.sessions``; the data stays Django's, signed and verified as Django does."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
+
+    @classmethod
+    def get_session_store_class(cls):
+        from ratinggame.sessions import SessionStore
+
+        return SessionStore

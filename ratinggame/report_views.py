@@ -14,10 +14,11 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from annotators.gates import PLAYING_STEPS, STEP_STAGES, step_gate
 from annotators.progress import current_step
-from annotators.staff.views import staff_required
+from annotators.roles import staff_required
+from ratinggame import drafts
 from ratinggame.forms import PairReportForm, ReportResolveForm
-from ratinggame.game.reports import ReportRefused, pair_report, reports_resolve
-from ratinggame.models import CaptionPair, PairReport
+from ratinggame.game.reports import REPORT_MAX_CHARS, ReportRefused, pair_report, reports_resolve
+from ratinggame.models import CaptionPair, PairReport, ReportReason
 
 
 @login_required
@@ -29,8 +30,7 @@ def report(request: HttpRequest) -> HttpResponse:
     here = redirect("rate", stage=STEP_STAGES[current_step(request.user)])
     form = PairReportForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "The report was not sent: choose what is wrong with the pair.")
-        return here
+        return _refused(request, form, FORM_ERRORS[next(iter(form.errors))], here)
     try:
         reported = pair_report(
             rater=request.user,
@@ -39,8 +39,7 @@ def report(request: HttpRequest) -> HttpResponse:
             text=form.cleaned_data["text"],
         )
     except ReportRefused as refused:
-        messages.error(request, str(refused))
-        return here
+        return _refused(request, form, str(refused), here)
     if reported.skipped:
         messages.success(
             request,
@@ -59,6 +58,31 @@ def report(request: HttpRequest) -> HttpResponse:
             "Thank you: staff will look at it. Tutorial and probation pairs cannot be skipped: please rate it as "
             "well as you can.",
         )
+    return here
+
+
+# Why the report form was refused, by its first field in error (the rating screen says "The report
+# was not sent." before it). Without an assignment no pair is on screen to show it beside.
+FORM_ERRORS = {
+    "assignment": "The report was not sent: the form did not say which pair it reports.",
+    "reason": "Choose what is wrong with the pair.",
+    "text": f"Keep the details under {REPORT_MAX_CHARS} characters.",
+}
+
+
+def _refused(request: HttpRequest, form: PairReportForm, message: str, here: HttpResponse) -> HttpResponse:
+    """Back to the rating screen (``here``), where the report form comes back open, as the rater
+    filled it, with ``message`` beside it (``ratinggame.drafts``)."""
+    assignment_id = form.cleaned_data.get("assignment")
+    reason = request.POST.get("reason", "")
+    drafts.draft_keep(
+        request,
+        drafts.REPORT,
+        assignment_id=assignment_id,
+        reason=reason if reason in ReportReason.values else "",
+        text=request.POST.get("text", "")[:REPORT_MAX_CHARS],
+        message=message,
+    )
     return here
 
 

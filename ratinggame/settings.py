@@ -11,6 +11,7 @@ import dj_database_url
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
+from annotators.competency.flag_rules import threshold_defaults
 from ratinggame.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -115,6 +116,9 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Database sessions whose rows name their user (ratinggame.sessions): the rating page's request
+# reads its rater in one query.
+SESSION_ENGINE = "ratinggame.sessions"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "home"
@@ -224,10 +228,23 @@ RATINGGAME = {
     # many game pairs an hour by reporting them (a skip is not a rating).
     "REPORTS_TO_WITHDRAW": env_int("RATINGGAME_REPORTS_TO_WITHDRAW", 3),
     "SKIPS_PER_HOUR": env_int("RATINGGAME_SKIPS_PER_HOUR", 10),
+    # Quality control in the game (annotators.journey, SPEC 2.5): one control pair in every block
+    # of this many game serves (0: none); the drift rule sends a rater back to probation when the
+    # mean agreement (exact 2, adjacent 1, else 0) over their latest DRIFT_WINDOW control ratings
+    # falls under DRIFT_THRESHOLD (bench/bench_quality.py shows how the defaults meet the targets).
+    "CONTROL_EVERY": env_int("RATINGGAME_CONTROL_EVERY", 10),
+    "DRIFT_WINDOW": env_int("RATINGGAME_DRIFT_WINDOW", 15),
+    "DRIFT_THRESHOLD": env_float("RATINGGAME_DRIFT_THRESHOLD", 1.1),
+    # "Skip this pair" (no reason, not a report): at most this percent of a rater's game serves
+    # after their first 20.
+    "SKIP_PERCENT": env_int("RATINGGAME_SKIP_PERCENT", 10),
     # Who runs the study and how to reach them: the consent page names them (and the 403 and
     # password pages send people to them). Set both in production.
     "STUDY_OPERATOR": env_str("RATINGGAME_STUDY_OPERATOR", "the research team running this site"),
     "STUDY_CONTACT": env_str("RATINGGAME_STUDY_CONTACT", ""),
+    # How many validated game pairs the study aims for: the researchers' progress page measures
+    # against it and estimates when it is reached. 0: every game pair in the pool.
+    "STUDY_TARGET_PAIRS": env_int("RATINGGAME_STUDY_TARGET_PAIRS", 0),
     # Demo mode prints demo account passwords; never on in production.
     "DEMO_MODE": env_bool("RATINGGAME_DEMO_MODE", DEBUG),
     # Model priming (SPEC section 4): an open_clip model name and its weights (a pretrained
@@ -256,25 +273,15 @@ RATINGGAME = {
     # only their owners can choose it; unset, the card says "unknown" and asks readers to check.
     "DATASET_LICENSE": env_str("RATINGGAME_DATASET_LICENSE", ""),
 }
+if RATINGGAME["STUDY_TARGET_PAIRS"] < 0:
+    raise ImproperlyConfigured("RATINGGAME_STUDY_TARGET_PAIRS must be 0 (every game pair) or a number of pairs.")
 
-# Rater behaviour flags on the staff dashboard (annotators.competency.flags documents each one).
-# A flag is a prompt to look at the rater, never an automatic sanction.
+# Rater behaviour flags on the staff dashboard: each flag's rule, thresholds and defaults are one
+# entry of annotators.competency.flag_rules; each threshold is read from RATINGGAME_FLAG_<NAME>
+# (e.g. RATINGGAME_FLAG_STRAIGHT_RUN=20). A flag is a prompt to look at the rater, never a sanction.
 RATINGGAME_FLAGS = {
-    # Share-based flags need at least this many ratings of the kind they count.
-    "MIN_RATINGS": env_int("RATINGGAME_FLAG_MIN_RATINGS", 20),
-    # Speeder: median seconds per rating below this, or this share of submissions within
-    # 1 second of the delay floor (MIN_SECONDS_PER_RATING).
-    "SPEEDER_MEDIAN_SECONDS": env_float("RATINGGAME_FLAG_SPEEDER_MEDIAN_SECONDS", 5.0),
-    "SPEEDER_NEAR_FLOOR_SHARE": env_float("RATINGGAME_FLAG_SPEEDER_NEAR_FLOOR_SHARE", 0.5),
-    # Straight-liner: this many identical ratings in a row, or one value this share of all.
-    "STRAIGHT_RUN": env_int("RATINGGAME_FLAG_STRAIGHT_RUN", 15),
-    "STRAIGHT_VALUE_SHARE": env_float("RATINGGAME_FLAG_STRAIGHT_VALUE_SHARE", 0.8),
-    # Prime-copier: this share of game ratings equal to the pair's first model prime, rounded,
-    # and that share at least this much above the share equal to the other raters' consensus.
-    "PRIME_COPIER_SHARE": env_float("RATINGGAME_FLAG_PRIME_COPIER_SHARE", 0.8),
-    "PRIME_COPIER_MARGIN": env_float("RATINGGAME_FLAG_PRIME_COPIER_MARGIN", 0.25),
-    # Low agreement: exact + adjacent agreement rate below this.
-    "LOW_AGREEMENT_RATE": env_float("RATINGGAME_FLAG_LOW_AGREEMENT_RATE", 0.7),
+    name: (env_int if isinstance(default, int) else env_float)(f"RATINGGAME_FLAG_{name}", default)
+    for name, default in threshold_defaults().items()
 }
 # The competency analysis (PCM) is refreshed after this many new game ratings (checked by a
 # periodic task) and on demand from the staff dashboard.
@@ -372,8 +379,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-    # Pairs and ratings share one enum of pools (tutorial, probation, game) in the schema.
-    "ENUM_NAME_OVERRIDES": {"StageEnum": "ratinggame.models.Pool"},
+    # Pairs and ratings share one enum of pools (tutorial, probation, game, control) in the schema.
+    "ENUM_NAME_OVERRIDES": {
+        "StageEnum": "ratinggame.models.Pool",
+        # What a rater is shown of a pair's stage: a control pair is a game pair to them.
+        "ShownStageEnum": "ratinggame.api.game.SHOWN_STAGES",
+    },
 }
 
 # --- Logs --------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ urlpatterns = [
     path("play/feedback/<int:assignment_id>/", views.feedback, name="feedback"),
     path("play/feedback/<int:assignment_id>/dispute/", views.dispute, name="dispute"),
     path("play/report/", report_views.report, name="pair_report"),
+    path("play/skip/", views.skip, name="pair_skip"),
     path("me/delete/", views.data_delete, name="data_delete"),
     # The log-in doors go through the log-in limiter (before the routes they shadow).
     path("accounts/login/", login_throttle.ThrottledLoginView.as_view(), name="login"),

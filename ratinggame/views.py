@@ -23,12 +23,13 @@ from annotators.forms import DisputeForm
 from annotators.gates import PLAYING_STEPS, STEP_STAGES, guide_context, step_gate
 from annotators.journey import Step
 from annotators.scale import SHORT
-from ratinggame import game
+from ratinggame import drafts, game
 from ratinggame.game.prefetch import next_pair_image
 from ratinggame.game.reports import REPORT_MAX_CHARS
 from ratinggame.game.withdrawal import rater_withdraw
 from ratinggame.models import CaptionPair, Image, Rating, ReportReason
 from ratinggame.pairs.derivatives import display_image
+from scoring.consensus import points_table
 
 STAGE_STEPS = {stage: step for step, stage in STEP_STAGES.items()}
 HOME_CALLS = {
@@ -64,14 +65,16 @@ def rate(request: HttpRequest, stage: str) -> HttpResponse:
         return rejected_response(request, rejected)
     if served is None:
         return render(request, "ratinggame/no_pairs.html", guide_context(request.user))
-    refused = request.session.pop(REFUSED_KEY, None) or {}
-    if refused.get("assignment") != served.assignment_id:
-        refused = {}
-    return rate_response(request, served, error=refused.get("message", ""), chosen=refused.get("value", ""))
+    refused, _ = drafts.draft_take(request, drafts.RATING, assignment_id=served.assignment_id)
+    report, stale_report = drafts.draft_take(request, drafts.REPORT, assignment_id=served.assignment_id)
+    if stale_report:
+        # The reported pair is no longer on screen: the reason stands alone above the pair now open.
+        messages.error(request, stale_report["message"])
+    return rate_response(
+        request, served, error=refused.get("message", ""), chosen=refused.get("value", ""), report=report
+    )
 
 
-# A refused submission, kept in the session for the GET that follows it (post/redirect/get).
-REFUSED_KEY = "rating_refused"
 # Refusals that leave the pair open: the rater sees it again with the message and their choice.
 SAME_PAIR_AGAIN = frozenset({"too_early", "invalid_value"})
 
@@ -96,14 +99,47 @@ def _rate_submit(request: HttpRequest, stage: str) -> HttpResponse:
     except game.RatingRejected as rejected:
         if rejected.code in SAME_PAIR_AGAIN:
             kept = value if value in {"1", "2", "3", "4", "5"} else ""
-            request.session[REFUSED_KEY] = {"assignment": assignment_id, "value": kept, "message": rejected.message}
+            drafts.draft_keep(request, drafts.RATING, assignment_id=assignment_id, value=kept, message=rejected.message)
             return redirect("rate", stage=stage)
         messages.error(request, rejected.message)
         return redirect("annotators:play")
+    if feedback_.already_rated and value != str(feedback_.value):
+        # Rated meanwhile in another tab or window: that rating stands, and the feedback says that
+        # this one was not taken. The same value again (a double click) needs no word.
+        drafts.draft_keep(request, drafts.NOT_TAKEN, assignment_id=feedback_.assignment_id, value=value)
     return redirect("feedback", assignment_id=feedback_.assignment_id)
 
 
-def rate_response(request: HttpRequest, served: "game.Served", *, error: str = "", chosen: str = "") -> HttpResponse:
+@login_required
+@require_POST
+def skip(request: HttpRequest) -> HttpResponse:
+    """ "Skip this pair" on a game screen: the pair is passed without a rating and the next one shown."""
+    if gate := step_gate(request.user, PLAYING_STEPS):
+        return gate
+    try:
+        assignment_id = int(request.POST.get("assignment", ""))
+    except ValueError:
+        assignment_id = None
+    try:
+        skipped = game.pair_skip(rater=request.user, assignment_id=assignment_id)
+    except game.RatingRejected as rejected:
+        messages.error(request, rejected.message)
+    else:
+        left = skipped.skips_left
+        more = (
+            f"You can skip {left} more pair{'s' if left != 1 else ''} for now."
+            if left
+            else "That was your last skip for now: another one comes with every ten game pairs."
+        )
+        messages.success(request, f"Skipped: no rating, no points. {more}")
+    return redirect("annotators:play")
+
+
+def rate_response(
+    request: HttpRequest, served: "game.Served", *, error: str = "", chosen: str = "", report: dict | None = None
+) -> HttpResponse:
+    """The rating screen of ``served``; ``error`` and ``chosen``: a refused rating's reason and
+    choice; ``report``: a refused report's reason, details and message (``drafts.REPORT``)."""
     now = timezone.now()
     # The wait is the server's min_submit_at minus the server's now: the page only counts it
     # down with the browser's monotonic clock, so a wrong clock on the rater's machine can
@@ -123,6 +159,7 @@ def rate_response(request: HttpRequest, served: "game.Served", *, error: str = "
         "min_seconds": f"{journey.min_seconds(served.stage):g}",
         "min_ms": round(journey.min_seconds(served.stage) * 1000),
         "report_reasons": ReportReason.choices,
+        "report": report or {},
         "report_max_chars": REPORT_MAX_CHARS,
         "progress": progress.stage_progress(request.user, served.stage),
         "image": image,
@@ -150,9 +187,9 @@ def feedback_response(request: HttpRequest, feedback_: "game.Feedback") -> HttpR
     window = fb.window
     # Its dispute (one at most) read once, for the refusal check and the page.
     rating = Rating.objects.select_related("pair__image").prefetch_related("disputes").get(pk=fb.rating_id)
-    draft = request.session.pop(DISPUTE_DRAFT_KEY, None) or {}
-    if draft.get("assignment") != fb.assignment_id:
-        draft = {}
+    draft, _ = drafts.draft_take(request, drafts.DISPUTE, assignment_id=fb.assignment_id)
+    not_taken, _ = drafts.draft_take(request, drafts.NOT_TAKEN, assignment_id=fb.assignment_id)
+    not_taken_text = not_taken_words(not_taken["value"], fb.value) if not_taken else ""
     refusal = services.dispute_refusal(rating)
     next_round = _round_after(request.user, rating) if fb.transition == "probation_failed" else ""
     outcome = outcome_for(fb, next_round=next_round)
@@ -168,7 +205,10 @@ def feedback_response(request: HttpRequest, feedback_: "game.Feedback") -> HttpR
         # A failed window has the outcome box instead (its ratings no longer count).
         "show_window": window is not None and (window.open or fb.transition == "window_passed"),
         "outcome": outcome,
-        "announce": announcement(fb, outcome),
+        # The first game rating after entering the game: how game points differ from the tutorial's.
+        "game_points": points_table() if window is not None and window.count == 1 else None,
+        "not_taken": not_taken_text,
+        "announce": announcement(fb, outcome, not_taken=not_taken_text),
         "continue_label": CONTINUE_LABELS.get(next_step, "Continue") if fb.transition else "Next pair",
         "disputes": rating.disputes.all(),
         "dispute_offered": refusal is None,
@@ -261,14 +301,23 @@ def outcome_for(fb: "game.Feedback", *, next_round: str = "") -> dict | None:
             f"You scored {window.points} points in your first {window.size} game ratings, fewer than the "
             f"{window.needed} needed. Your game score is reset to 0 and you go back to probation.",
         )
+    texts["drift"] = (
+        "bad",
+        "Quality check: back to probation",
+        "Some pairs in the game have ratings known from experts, to check that ratings stay careful. Over your "
+        f"last {journey.drift_window()} of them, your ratings agreed with the experts' too rarely. Your game score "
+        "is reset to 0, your game ratings since the first of those checks no longer count, and you go back to "
+        "probation to practise with the experts' explanations.",
+    )
     if fb.transition not in texts:
         return None
     tone, title, text = texts[fb.transition]
     return {"tone": tone, "title": title, "text": text}
 
 
-def announcement(fb: "game.Feedback", outcome: dict | None) -> str:
-    """One sentence for screen readers, announced by feedback.js through an aria-live region."""
+def announcement(fb: "game.Feedback", outcome: dict | None, *, not_taken: str = "") -> str:
+    """One sentence for screen readers, announced by feedback.js through an aria-live region;
+    ``not_taken``: what the page says first when the rating sent was not taken (``not_taken_words``)."""
     points = f"{fb.points:+d} points" if fb.points else "0 points"
     if fb.stage == "game":
         if fb.first_rater:
@@ -281,11 +330,17 @@ def announcement(fb: "game.Feedback", outcome: dict | None) -> str:
         said += f" Total {fb.stage_total} of {fb.stage_max}."
     if outcome:
         said += f" {outcome['title']}."
+    if not_taken:
+        said = f"{not_taken} {said}"
     return said
 
 
-# A dispute the rater could not file, kept in the session for the feedback page it goes back to.
-DISPUTE_DRAFT_KEY = "dispute_draft"
+def not_taken_words(not_taken: str, stored: int) -> str:
+    """What the feedback page says when the pair was rated already, in another tab or window."""
+    return (
+        f"This pair was already rated (in another tab or window): your rating {not_taken} was not taken. "
+        f"The rating stored is {stored}, and this page shows its result."
+    )
 
 
 @login_required
@@ -315,8 +370,8 @@ def dispute(request: HttpRequest, assignment_id: int) -> HttpResponse:
     else:
         errors = [message for field_errors in form.errors.values() for message in field_errors]
     if errors:
-        draft = {"assignment": assignment_id, "comment": request.POST.get("comment", ""), "errors": errors}
-        request.session[DISPUTE_DRAFT_KEY] = draft
+        comment = request.POST.get("comment", "")
+        drafts.draft_keep(request, drafts.DISPUTE, assignment_id=assignment_id, comment=comment, errors=errors)
     else:
         messages.success(request, "Your dispute is filed. An admin will look at it; the outcome will show here.")
     return redirect("feedback", assignment_id=assignment_id)

@@ -105,18 +105,34 @@ def player_score_from_aggregates(rating: int, count: int, total: float, total_sq
     return _score(rating, count, _round_half_up(mean), variance)
 
 
-def aggregate_stats(count: int, total: float, total_sq: float) -> tuple[float, float]:
-    """Mean and population variance (ddof = 0) of ``count`` values from their sum and sum of squares.
+# Two shapes of the ratings before a player's, to explain Algorithm 1 to people: all equal (no
+# spread), and half at 1, half at 5 (the largest spread, V_MAX).
+NO_SPREAD = (1, 1)
+LARGEST_SPREAD = (1, 5)
 
-    For display and reports; the scoring functions use the exact forms. Raises ValueError when
-    ``count`` is 0.
-    """
-    count, total_exact, total_sq_exact = _exact_aggregates(count, total, total_sq)
-    if count == 0:
-        raise ValueError("no values: mean and variance are undefined for count = 0")
-    mean = total_exact / count
-    variance = max(total_sq_exact / count - mean**2, Fraction(0))
-    return float(mean), float(variance)
+
+def points_by_levels_off(previous: Iterable[float]) -> dict[int, int]:
+    """``{levels off the consensus: points}`` for every rating 1..5 scored against ``previous``
+    (Algorithm 1). Ratings the same distance above and below score the same. Raises ValueError
+    when ``previous`` is empty (no consensus to be off)."""
+    values = list(previous)
+    consensus = consensus_rating(values)
+    if consensus is None:
+        raise ValueError("no previous ratings: there is no consensus to be off")
+    return {abs(rating - consensus): player_score(rating, values) for rating in range(MIN_RATING, MAX_RATING + 1)}
+
+
+def points_table() -> list[dict[str, int | None]]:
+    """What a game rating scores by how many levels it lies off the consensus, 0 to 4: ``agreeing``
+    when the ratings before it are all equal, ``split`` when they are split half at 1 and half at 5
+    (None where no rating can lie that far off their consensus of 3). The same for 1 to 6 equal
+    ratings and for 2, 4 or 6 split ones (every count the game's cap allows): the pages that
+    explain the game points show it."""
+    agreeing = points_by_levels_off(NO_SPREAD)
+    split = points_by_levels_off(LARGEST_SPREAD)
+    return [
+        {"off": off, "agreeing": agreeing[off], "split": split.get(off)} for off in range(MAX_RATING - MIN_RATING + 1)
+    ]
 
 
 def tutorial_points(rating: int, ground_truth: int) -> int:

@@ -10,7 +10,7 @@ class ExportForm(forms.Form):
         min_value=1,
         max_value=100,
         initial=MIN_HUMAN_RATINGS,
-        help_text=f"The validated dataset uses {MIN_HUMAN_RATINGS} (SPEC section 6).",
+        help_text=f"The validated dataset uses {MIN_HUMAN_RATINGS}: a pair needs that many human ratings that count.",
     )
     seed = forms.IntegerField(
         label="Seed", min_value=0, max_value=2**31 - 1, initial=0, help_text="Seeds the split and the virtual raters."

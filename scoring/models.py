@@ -3,23 +3,22 @@
 from django.db import models
 
 from ratinggame.models import TrackedJob
+from scoring.priming.registry import SCORERS
 
-
-class Metric(models.TextChoices):
-    """What a model prime measures (SPEC section 4); each is a scorer of scoring.priming.registry."""
-
-    CLIP_S = "clip_s", "CLIP-S"
-    REF_CLIP_S = "ref_clip_s", "RefCLIP-S"
-    PAC_S = "pac_s", "PAC-S"
-    PREDICTOR = "predictor", "Learned predictor (Model_VICR)"
-    FLEUR = "fleur", "FLEUR"
-    REF_FLEUR = "ref_fleur", "RefFLEUR"
-    # Not a model: the demo's game pairs are primed from the level each caption was written for.
-    DEMO = "demo", "Demo (the level the caption was written for)"
-
+# What a model prime measures (SPEC section 4): the metric of each scorer of the priming registry,
+# in its order (``Metric.CLIP_S`` is ``"clip_s"``), and the demo's, which is not a model: the
+# demo's game pairs are primed from the level each caption was written for. A scorer added to the
+# registry adds its metric here, with a migration of ``ModelRating.metric``'s choices.
+Metric = models.TextChoices(
+    "Metric",
+    [
+        *((scorer.metric.upper(), (scorer.metric, scorer.label)) for scorer in SCORERS),
+        ("DEMO", ("demo", "Demo (the level the caption was written for)")),
+    ],
+)
 
 # Metrics whose primes may carry the model's explanation (ModelRating.explanation).
-EXPLAINED_METRICS = frozenset({Metric.FLEUR, Metric.REF_FLEUR})
+EXPLAINED_METRICS = frozenset(Metric(scorer.metric) for scorer in SCORERS if scorer.explains)
 
 
 class Calibration(models.Model):

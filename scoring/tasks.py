@@ -100,7 +100,7 @@ def refit_calibrations() -> list[int]:
     time_limit=3 * 3600 + 60,
 )
 def train_predictor() -> dict:
-    from scoring.priming.model_vicr import train_from_db
+    from scoring.priming.model_vicr_training import train_from_db
 
     try:
         run = train_from_db()

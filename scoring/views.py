@@ -1,33 +1,20 @@
-"""The researchers' pages: start a dataset export, follow its progress, download the zip."""
-
-from functools import wraps
+"""The researchers' pages: the study's progress; start a dataset export, follow it, download the zip."""
 
 from django.contrib import messages
-from django.contrib.auth.views import redirect_to_login
-from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from annotators.roles import is_researcher
+from annotators.roles import researcher_required
+from ratinggame.models import MAX_HUMAN_RATINGS, MIN_HUMAN_RATINGS
 from scoring.export.jobs import export_download_refusal, export_job_archive_path, export_job_start
 from scoring.forms import ExportForm
 from scoring.models import ExportJob
+from scoring.progress.chart import ratings_per_hour_svg
+from scoring.progress.dashboard import CHART_HOURS, study_progress
 
 _LISTED = 50
-
-
-def researcher_required(view):
-    @wraps(view)
-    def checked(request, *args, **kwargs):
-        if not request.user.is_authenticated:
-            return redirect_to_login(request.get_full_path())
-        if not is_researcher(request.user):
-            raise PermissionDenied("Only researchers can export the dataset.")
-        return view(request, *args, **kwargs)
-
-    return checked
 
 
 def _status(job: ExportJob) -> dict:
@@ -44,9 +31,42 @@ def _status(job: ExportJob) -> dict:
     }
 
 
+def _duration(hours: float) -> str:
+    if hours < 1:
+        return "less than an hour"
+    if hours < 1.5:
+        return "about an hour"
+    if hours < 48:
+        return f"about {round(hours)} hours"
+    return f"about {hours / 24:.1f} days"
+
+
+def _progress_context() -> dict:
+    progress = study_progress()
+    pairs = progress.game_pairs
+    return {
+        "progress": progress,
+        "min_ratings": MIN_HUMAN_RATINGS,
+        "max_ratings": MAX_HUMAN_RATINGS,
+        "pairs_by_ratings": [
+            {"ratings": bucket, "pairs": count, "share": count / pairs if pairs else 0.0}
+            for bucket, count in progress.pairs_by_ratings.items()
+        ],
+        "estimate": progress.estimate,
+        "estimate_in": _duration(progress.estimate.hours) if progress.estimate.hours is not None else "",
+        "chart_svg": ratings_per_hour_svg(
+            start=progress.chart_start,
+            counted=progress.counted_per_hour,
+            other=progress.other_per_hour,
+            title=f"Ratings per hour over the last {CHART_HOURS // 24} days (UTC)",
+        ),
+    }
+
+
 def _index(request, form: ExportForm, status: int = 200):
     jobs = ExportJob.objects.select_related("created_by")[:_LISTED]
-    return render(request, "scoring/research.html", {"form": form, "jobs": jobs}, status=status)
+    context = {"form": form, "jobs": jobs, **_progress_context()}
+    return render(request, "scoring/research.html", context, status=status)
 
 
 @require_GET

@@ -45,11 +45,17 @@ def photo_like_image(seed: int, size: tuple[int, int] = (640, 427)):
 
 
 @contextlib.contextmanager
-def chromium(chromium_path: str) -> Iterator:
+def chromium(chromium_path: str, *, back_forward_cache: bool = False) -> Iterator:
+    """Chromium as the tests drive it. Playwright turns the back-forward cache off by default;
+    ``back_forward_cache=True`` leaves it on, as in a rater's browser, where Back may bring a page
+    back from memory as it was left."""
     from playwright.sync_api import sync_playwright
 
+    ignored = ["--disable-back-forward-cache"] if back_forward_cache else []
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path, args=LAUNCH_ARGS)
+        browser = playwright.chromium.launch(
+            executable_path=chromium_path, args=LAUNCH_ARGS, ignore_default_args=ignored
+        )
         try:
             yield browser
         finally:

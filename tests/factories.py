@@ -77,6 +77,12 @@ class ProbationPairFactory(TutorialPairFactory):
     pool = Pool.PROBATION
 
 
+class ControlPairFactory(TutorialPairFactory):
+    """A control pair: expert-rated, hidden among the game pairs (SPEC 2.5)."""
+
+    pool = Pool.CONTROL
+
+
 def rating_make(
     *,
     rater,

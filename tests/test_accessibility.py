@@ -1,6 +1,6 @@
 """axe-core (shipped inside axe-playwright-python) on the rater's, the staff's and the researchers'
-pages in real Chromium: no serious or critical violation, at a laptop's size and, for the
-rater's pages, a phone's. The staff's rater table fits a 1280-px screen."""
+pages in real Chromium: no serious or critical violation, at a laptop's size and a phone's. The
+staff's rater table fits a 1280-px screen."""
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
@@ -76,8 +76,7 @@ def test_no_serious_or_critical_violation_on_the_rater_staff_and_research_pages(
     problems = []
     with chromium(chromium_path) as browser:
         for user, paths in visits:
-            sizes = ["1280x720"] if user in (world["staff"], world["researcher"]) else ["1280x720", "390x844"]
-            for size in sizes:
+            for size in ("1280x720", "390x844"):
                 if user is None:
                     page = browser.new_context(**SIZES[size]).new_page()
                 else:

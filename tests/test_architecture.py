@@ -43,12 +43,21 @@ def project_modules() -> dict[str, Path]:
 MODULES = project_modules()
 
 
-def imports_of(name: str) -> set[str]:
-    """Every module named by an import statement of ``name``, at any depth (lazy imports too)."""
+def imports_of(name: str, *, type_checking: bool = True) -> set[str]:
+    """Every module named by an import statement of ``name``, at any depth (lazy imports too);
+    without those under ``if TYPE_CHECKING:`` when ``type_checking`` is False."""
     tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
     package = name if MODULES[name].name == "__init__.py" else name.rpartition(".")[0]
+    skipped = set()
+    if not type_checking:
+        blocks = [
+            node for node in ast.walk(tree) if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
+        ]
+        skipped = {id(node) for block in blocks for node in ast.walk(block)}
     found = set()
     for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -62,8 +71,8 @@ def imports_of(name: str) -> set[str]:
     return found
 
 
-def project_imports(name: str) -> set[str]:
-    return {target for target in imports_of(name) if target in MODULES}
+def project_imports(name: str, *, type_checking: bool = True) -> set[str]:
+    return {target for target in imports_of(name, type_checking=type_checking) if target in MODULES}
 
 
 def pure_modules() -> set[str]:
@@ -125,15 +134,92 @@ def test_the_rules_and_the_arithmetic_are_pure():
         "scoring.agreement",
         "scoring.splits",
         "scoring.rating_files",
+        "scoring.pictures",
         "scoring.priming.clipscore",
         "scoring.priming.calibration",
         "scoring.export.formats",
         "scoring.export.files",
+        "scoring.export.polaris",
+        "scoring.progress.estimate",
+        "scoring.progress.chart",
         "annotators.competency.pcm",
         "annotators.competency.rater_stats",
+        "annotators.competency.svg",
         "tools.simulator.crowd",
     }
     assert expected <= PURE, sorted(expected - PURE)
+
+
+def reached_from(name: str) -> set[str]:
+    """The project modules that importing ``name`` may load: its imports, theirs, and so on."""
+    seen, todo = set(), [name]
+    while todo:
+        for target in project_imports(todo.pop()) - seen:
+            seen.add(target)
+            todo.append(target)
+    return seen
+
+
+def test_the_display_copies_never_reach_the_priming_package():
+    # The web process makes display copies; the priming package is the models' (torch on workers).
+    reached = reached_from("ratinggame.pairs.derivatives")
+    assert sorted(name for name in reached if name.startswith("scoring.priming")) == []
+
+
+def test_the_modules_of_a_package_import_each_other_without_a_cycle():
+    # A module doing two jobs shows up as a cycle (a predictor whose training imports the registry
+    # that lists the predictor). Imports inside functions count; type-checking ones do not.
+    packages = {name.rpartition(".")[0] for name in MODULES}
+    cycles = []
+    for package in sorted(packages):
+        members = {name for name in MODULES if name.rpartition(".")[0] == package}
+        graph = {name: project_imports(name, type_checking=False) & members for name in members}
+        cycles.extend(sorted(cycle) for cycle in strongly_connected(graph) if len(cycle) > 1)
+    assert cycles == []
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[set[str]]:
+    """Tarjan's strongly connected components of ``graph``."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    components: list[set[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in graph[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = set()
+            while (member := stack.pop()) != node:
+                component.add(member)
+            components.append(component | {node})
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return components
+
+
+def test_pages_take_nothing_from_other_pages():
+    # What pages share (who may open them: annotators.roles) has a home of its own; a page module
+    # that imports another app's pages for it drags in all of them.
+    def is_page(name: str) -> bool:
+        return name.rpartition(".")[2].endswith("views")
+
+    against = sorted(
+        f"{source} imports {target}"
+        for source in MODULES
+        if is_page(source)
+        for target in project_imports(source)
+        if is_page(target)
+    )
+    assert against == []
 
 
 def test_the_checker_sees_a_forbidden_import():

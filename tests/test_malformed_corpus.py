@@ -639,9 +639,11 @@ def test_a_replayed_submission_stores_one_rating_and_answers_the_first_feedback(
     first = game.client.post("/api/game/submit", body, format="json")
     assert first.status_code == 200
     after_first = snapshot(settings)
+    assert first.json()["already_rated"] is False
     for replay in ({**body}, {**body, "value": 1}):
         again = game.client.post("/api/game/submit", replay, format="json")
-        assert again.status_code == 200 and again.json() == first.json()
+        # The first feedback, marked as a repeat: the value sent again is not taken.
+        assert again.status_code == 200 and again.json() == {**first.json(), "already_rated": True}
     assert snapshot(settings) == after_first
     assert list(Rating.objects.values_list("value", flat=True)) == [4]
 

@@ -1,22 +1,26 @@
 """The competency analysis of the VICR paper (section 4) on this site's ratings.
 
 Items (the columns of the Partial Credit Model). The paper fits the PCM on the simulated
-game's 25 pairs, each with a ground truth. Here two kinds of pairs have a reference:
+game's 25 pairs, each with a ground truth. Here three kinds of pairs have a reference:
 
 * game pairs with at least 3 non-excluded human ratings (the validated dataset's threshold,
   SPEC section 6): each rating is scored against the **leave-one-out consensus** (the other
   non-excluded humans' mean, rounded half up), so nobody is compared with themselves and
   every reference rests on at least 2 other people;
+* control pairs (SPEC 2.5): expert-rated pairs hidden in the game, the common items every
+  rater meets, as the 25 pairs of the paper's validation study were; each rating is scored
+  against the expert rating;
 * tutorial and probation pairs: each rating is scored against the expert rating. A rater
-  who rated a probation pair in several rounds is scored on the first time only: later
-  attempts come after the expert rating was shown, and the PCM takes one response per cell.
+  who rated a probation pair (or met a control pair) several times is scored on the first time
+  only: later attempts may come after the expert rating was shown, and the PCM takes one
+  response per cell.
 
 The rubric is the paper's: exact agreement (EA) 2, adjacent (AA) 1, lack of agreement (LA)
 0 (``annotators.competency.pcm.rubric_scores``). A rater's own excluded ratings are responses too (their
 competency includes a failed window); they are never part of a consensus. Raters without
 any response are not in the matrix.
 
-Latent regression: competency on tutorial score in percent (tutorial_score / 20 * 100), with
+Latent regression: competency on tutorial score in percent (of journey.TUTORIAL_MAX_POINTS), with
 the competency refitted on the game pairs only (SPEC section 6; the tutorial score is made of
 the tutorial pairs' scores, so keeping them in would make the regression circular), raters
 with at least ``REGRESSION_MIN_RESPONSES`` game responses, weighted by precision
@@ -146,6 +150,7 @@ def run_analysis() -> dict:
         thurstonian_thresholds(result.thresholds),
         labels,
         regression if regression.get("coef_per_percent") is not None else None,
+        controls=np.asarray(matrix.item_pools) == Pool.CONTROL,
     )
     pools = np.asarray(matrix.item_pools)
     return {
@@ -160,6 +165,7 @@ def run_analysis() -> dict:
             "game_items": int(np.sum(pools == Pool.GAME)),
             "tutorial_items": int(np.sum(pools == Pool.TUTORIAL)),
             "probation_items": int(np.sum(pools == Pool.PROBATION)),
+            "control_items": int(np.sum(pools == Pool.CONTROL)),
             "converged": bool(result.converged),
             "iterations": int(result.iterations),
             "extreme_raters": len(result.extreme_raters),

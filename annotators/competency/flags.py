@@ -16,38 +16,13 @@ A rater's own excluded ratings (a failed qualification window) still count in th
 statistics, as they are the rater's behaviour; they never count in anyone's consensus.
 Speed, runs and value shares are over all the rater's ratings in submission order, every stage.
 
-Flags (thresholds in ``settings.RATINGGAME_FLAGS``; the environment variable is
-``RATINGGAME_FLAG_<KEY>``, e.g. RATINGGAME_FLAG_STRAIGHT_RUN=20). A flag is a prompt to look
-at the rater, never an automatic sanction.
+Control pairs (expert-rated pairs hidden in the game, SPEC 2.5) are compared with their expert
+rating like tutorial and probation pairs; each rater's control agreement (the rubric's mean:
+exact 2, adjacent 1, otherwise 0) is reported overall and over the latest ratings the drift rule
+reads (since the rater last entered the game, not excluded). Skips count the game pairs the rater
+passed with "Skip this pair", against their game serves.
 
-==================  ===============================================================  ===========================
-Flag                Raised when                                                      Keys (defaults)
-==================  ===============================================================  ===========================
-``speeder``         at least MIN_RATINGS ratings, and the median seconds per         SPEEDER_MEDIAN_SECONDS (5),
-                    rating < SPEEDER_MEDIAN_SECONDS, or the share of submissions     SPEEDER_NEAR_FLOOR_SHARE
-                    within 1 s of the delay floor > SPEEDER_NEAR_FLOOR_SHARE         (0.5)
-``straight_liner``  longest run of identical consecutive ratings >= STRAIGHT_RUN,    STRAIGHT_RUN (15),
-                    or (with MIN_RATINGS ratings) the most frequent value's share    STRAIGHT_VALUE_SHARE (0.8)
-                    >= STRAIGHT_VALUE_SHARE
-``prime_copier``    at least MIN_RATINGS game ratings on pairs with a model prime    PRIME_COPIER_SHARE (0.8),
-                    and a consensus of other raters; the share equal to the pair's   PRIME_COPIER_MARGIN
-                    first prime rounded half up >= PRIME_COPIER_SHARE, and that      (0.25)
-                    share exceeds the share equal to the consensus by at least
-                    PRIME_COPIER_MARGIN
-``low_agreement``   at least MIN_RATINGS ratings with a reference, and the exact     LOW_AGREEMENT_RATE (0.7)
-                    + adjacent agreement rate < LOW_AGREEMENT_RATE
-==================  ===============================================================  ===========================
-
-MIN_RATINGS is 20 by default: below it a share says little.
-Why these defaults: the delay floor is 3 s and reading a caption against an image takes
-longer, so a median under 5 s or half the ratings at the floor is not reading; a rater picking
-at random agrees exactly or adjacently with a consensus of 3 about 60% of the time (3 of 5
-values), and less for consensus 1 or 5, so below 70% is close to chance. An honest rater
-agrees with a model prime only as often as the model agrees with people; where the primes are
-good, an honest rater matches them often, and matches the people's consensus just as often. A
-copier matches the prime every time but the consensus only as often as the model does, so the
-flag needs both: the prime matched at least 80% of the time, and 25 points more often than the
-consensus of the same pairs.
+The flags raised from these statistics are the entries of ``annotators.competency.flag_rules``.
 """
 
 from dataclasses import dataclass, field
@@ -59,17 +34,11 @@ from django.db import connection
 from django.db.models import Count, DurationField, Expression, ExpressionWrapper, F, FloatField, Func, Sum
 
 from annotators import journey
+from annotators.competency.flag_rules import flags_for
 from annotators.competency.rater_stats import group_stats, leave_one_out_consensus, rolling_share
+from annotators.journey import ControlResult
 from annotators.models import Dispute, DisputeStatus, ProbationRound, RaterProfile
-from ratinggame.models import CaptionPair, Pool, Rating
-
-FLAGS = ("speeder", "straight_liner", "prime_copier", "low_agreement")
-FLAG_LABELS = {
-    "speeder": "Speeder",
-    "straight_liner": "Straight-liner",
-    "prime_copier": "Prime-copier",
-    "low_agreement": "Low agreement",
-}
+from ratinggame.models import GAME_STAGES, Assignment, CaptionPair, Pool, Rating
 
 
 @dataclass
@@ -99,6 +68,12 @@ class RaterStats:
     prime_equal_share: float | None
     prime_over_consensus: float | None
     open_disputes: int
+    control_ratings: int = 0  # every control rating, excluded ones too
+    control_agreement: float | None = None  # their mean agreement with the experts (0..2)
+    control_recent: int = 0  # the latest ones the drift rule reads (since the last entry to the game)
+    control_recent_agreement: float | None = None
+    game_serves: int = 0
+    skips: int = 0  # game pairs passed with "Skip this pair"
     flags: list[str] = field(default_factory=list)
     competency: float | None = None  # from the latest PCM analysis, filled by the caller
     rater_quality: float | None = None  # Dawid-Skene expected accuracy, from the same analysis
@@ -109,6 +84,10 @@ class RaterStats:
         if self.exact_rate is None:
             return None
         return self.exact_rate + self.adjacent_rate
+
+    @property
+    def skip_share(self) -> float | None:
+        return self.skips / self.game_serves if self.game_serves else None
 
 
 @dataclass(frozen=True)
@@ -216,36 +195,51 @@ def _prime(value: object) -> float:
     return np.nan
 
 
-def flags_for(stats: RaterStats, thresholds: dict) -> list[str]:
-    """The flags raised for one rater (see the module docstring's table)."""
-    minimum = thresholds["MIN_RATINGS"]
-    flags = []
-    if stats.ratings >= minimum and (
-        (stats.median_seconds is not None and stats.median_seconds < thresholds["SPEEDER_MEDIAN_SECONDS"])
-        or (stats.near_floor_share is not None and stats.near_floor_share > thresholds["SPEEDER_NEAR_FLOOR_SHARE"])
-    ):
-        flags.append("speeder")
-    if stats.longest_run >= thresholds["STRAIGHT_RUN"] or (
-        stats.ratings >= minimum and stats.modal_share >= thresholds["STRAIGHT_VALUE_SHARE"]
-    ):
-        flags.append("straight_liner")
-    if (
-        stats.primed_compared >= minimum
-        and stats.prime_equal_share >= thresholds["PRIME_COPIER_SHARE"]
-        and stats.prime_over_consensus is not None
-        and stats.prime_over_consensus >= thresholds["PRIME_COPIER_MARGIN"]
-    ):
-        flags.append("prime_copier")
-    if stats.rated_with_reference >= minimum and stats.agreement_rate < thresholds["LOW_AGREEMENT_RATE"]:
-        flags.append("low_agreement")
-    return flags
+def control_agreements(profiles: list[RaterProfile]) -> dict[int, tuple[int, float | None, int, float | None]]:
+    """Per user id: (control ratings, their mean agreement, the drift rule's latest, their mean).
+
+    The drift rule's view is ``annotators.journey.drift_mean`` over the counted control ratings
+    since the rater last entered the game (fewer than its window: the mean of those there are)."""
+    entered = {p.user_id: p.game_entered_at for p in profiles}
+    rows = (
+        Rating.objects.filter(stage=Pool.CONTROL, rater_id__in=entered)
+        .order_by("rater_id", "submitted_at", "id")
+        .values_list("rater_id", "submitted_at", "value", "reference", "excluded")
+    )
+    every: dict[int, list[int]] = {}
+    recent: dict[int, list[ControlResult]] = {}
+    for user_id, submitted_at, value, reference, excluded in rows:
+        agreement = journey.control_agreement(value, reference)
+        every.setdefault(user_id, []).append(agreement)
+        since = entered[user_id]
+        if not excluded and (since is None or submitted_at >= since):
+            recent.setdefault(user_id, []).append(ControlResult(submitted_at, agreement))
+    result = {}
+    for user_id, scores in every.items():
+        latest = recent.get(user_id, [])[-journey.drift_window() :]
+        result[user_id] = (
+            len(scores),
+            sum(scores) / len(scores),
+            len(latest),
+            sum(r.agreement for r in latest) / len(latest) if latest else None,
+        )
+    return result
+
+
+def skips_by_rater(user_ids: list[int]) -> dict[int, int]:
+    return dict(
+        Assignment.objects.filter(rater_id__in=user_ids, stage__in=GAME_STAGES, skipped_at__isnull=False)
+        .values("rater_id")
+        .annotate(n=Count("id"))
+        .values_list("rater_id", "n")
+    )
 
 
 def rater_statistics(profile_ids: list[int] | None = None) -> list[RaterStats]:
     """Statistics and flags of every rater (or of ``profile_ids``), in profile order."""
     profiles = RaterProfile.objects.select_related("user").order_by("id")
-    if profile_ids is not None:
-        profiles = profiles.filter(pk__in=profile_ids)
+    # Every rater: the study's (not staff, not withdrawn accounts); given profiles: whoever they are.
+    profiles = profiles.filter(pk__in=profile_ids) if profile_ids is not None else profiles.raters()
     profiles = list(profiles)
     user_ids = [p.user_id for p in profiles]
     rounds = dict(
@@ -275,8 +269,11 @@ def rater_statistics(profile_ids: list[int] | None = None) -> list[RaterStats]:
         floor_seconds(rows.stage)[keep],
     )
     thresholds = flag_thresholds()
+    controls = control_agreements(profiles)
+    skips = skips_by_rater(user_ids)
     result = []
     for i, profile in enumerate(profiles):
+        control = controls.get(profile.user_id, (0, None, 0, None))
         row = RaterStats(
             profile_id=profile.pk,
             user_id=profile.user_id,
@@ -301,6 +298,12 @@ def rater_statistics(profile_ids: list[int] | None = None) -> list[RaterStats]:
             prime_equal_share=_none(stats.prime_equal_share[i]),
             prime_over_consensus=_none(stats.prime_over_consensus[i]),
             open_disputes=disputes.get(profile.user_id, 0),
+            control_ratings=control[0],
+            control_agreement=control[1],
+            control_recent=control[2],
+            control_recent_agreement=control[3],
+            game_serves=profile.game_serves,
+            skips=skips.get(profile.user_id, 0),
         )
         row.flags = flags_for(row, thresholds)
         result.append(row)

@@ -1,15 +1,15 @@
 """The competency analysis as a tracked job: request, run (on the default Celery queue), read.
 
-A request stores a PENDING ``CompetencyAnalysis`` and dispatches ``annotators.tasks.
+A request stores a queued ``CompetencyAnalysis`` and dispatches ``annotators.tasks.
 refresh_competency`` with its primary key once the transaction commits. The task claims the
-row with a conditional UPDATE (PENDING -> RUNNING), so a redelivered message (acks_late)
+row with a conditional UPDATE (queued -> running), so a redelivered message (acks_late)
 never runs it twice (``ratinggame.background.TrackedJobs``). Requests come from the staff
 dashboard and from the periodic ``maybe_refresh_competency`` check, which asks for a run once
 RATINGGAME_COMPETENCY_EVERY game ratings arrived since the last one.
 
 When the broker cannot take the message (Redis down), the request still succeeds: the
-analysis is marked FAILED at once with a "could not queue" error (it never started, so its
-``started_at`` stays empty) instead of staying PENDING and blocking new requests. Such an
+analysis is marked failed at once with a "could not queue" error (it never started, so its
+``started_at`` stays empty) instead of staying queued and blocking new requests. Such an
 analysis does not count as a run: the next periodic check (or a click on "Refresh") asks again.
 """
 
@@ -25,22 +25,15 @@ from annotators.competency.analysis import (
     game_ratings_count,
     run_analysis,
 )
-from annotators.models import AnalysisStatus, CompetencyAnalysis
+from annotators.models import CompetencyAnalysis
 from ratinggame.background import TrackedJobs, dispatch
 
 logger = logging.getLogger(__name__)
 
-# An analysis PENDING (since its request) or RUNNING (since its start) longer than this is taken
-# as lost (worker killed) and no longer blocks a new request.
+# An analysis queued (since its request) or running (since its start) longer than this is taken
+# as lost (worker killed): it does not block a new request.
 STALE_AFTER = timedelta(hours=1)
-JOBS = TrackedJobs(
-    CompetencyAnalysis,
-    queued=AnalysisStatus.PENDING,
-    running=AnalysisStatus.RUNNING,
-    done=AnalysisStatus.DONE,
-    failed=AnalysisStatus.FAILED,
-    stale_after=STALE_AFTER,
-)
+JOBS = TrackedJobs(CompetencyAnalysis, stale_after=STALE_AFTER)
 
 
 def competency_refresh_request(*, requested_by=None) -> CompetencyAnalysis:
@@ -52,7 +45,7 @@ def competency_refresh_request(*, requested_by=None) -> CompetencyAnalysis:
         in_progress = CompetencyAnalysis.objects.select_for_update().filter(JOBS.in_progress()).first()
         if in_progress is not None:
             return in_progress
-        analysis = CompetencyAnalysis.objects.create(requested_by=requested_by, game_ratings_count=game_ratings_count())
+        analysis = CompetencyAnalysis.objects.create(created_by=requested_by, game_ratings_count=game_ratings_count())
         dispatch(
             "annotators.tasks.refresh_competency",
             analysis.pk,
@@ -76,12 +69,12 @@ def competency_refresh_due() -> bool:
 
 
 def never_queued(analysis: CompetencyAnalysis) -> bool:
-    """A FAILED analysis that never started: its message never reached the broker."""
+    """A failed analysis that never started: its message never reached the broker."""
     return JOBS.never_queued(analysis)
 
 
 def competency_analysis_run(*, analysis_id: int) -> str:
-    """Run a PENDING analysis; returns its final status ("skipped" when another worker has it)."""
+    """Run a queued analysis; returns its final status ("skipped" when another worker has it)."""
     if not JOBS.claim(analysis_id):
         return "skipped"
     try:
@@ -98,7 +91,9 @@ def competency_analysis_fail(*, analysis_id: int, error: str) -> str:
 
 
 def latest_analysis() -> CompetencyAnalysis | None:
-    return CompetencyAnalysis.objects.filter(status=AnalysisStatus.DONE).order_by("-finished_at", "-id").first()
+    return (
+        CompetencyAnalysis.objects.filter(status=CompetencyAnalysis.Status.DONE).order_by("-finished_at", "-id").first()
+    )
 
 
 def latest_competency_summary() -> dict | None:

@@ -13,17 +13,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from annotators.competency.svg import coord as _f
+from annotators.competency.svg import escape as _escape
+from annotators.competency.svg import svg_open
+
 WIDTH, LEFT, RIGHT = 760, 64, 16
 TOP, PANEL, GAP, BOTTOM = 52, 140, 56, 64
 EXACT_COLOUR, AGREE_COLOUR, SPEED_COLOUR = "#1f5fa8", "#146c2e", "#6b4c9a"
-
-
-def _escape(text: object) -> str:
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
-
-
-def _f(value: float) -> str:
-    return f"{value:.1f}"
 
 
 def _polyline(xs: np.ndarray, ys: np.ndarray, colour: str, dash: str = "") -> str:
@@ -88,12 +84,7 @@ def timeline_svg(
         f" {_last(exact)} exact, {_last(agree)} within one. Bottom panel: seconds per rating (median {median} s),"
         f" values above {cap:g} s drawn at the top as triangles; dashed line at the {floor_seconds:g} s delay floor."
     )
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" '
-        f'role="img" aria-labelledby="{id_prefix}-title {id_prefix}-desc" font-family="sans-serif" font-size="11">',
-        f'<title id="{id_prefix}-title">{_escape(title)}</title>',
-        f'<desc id="{id_prefix}-desc">{_escape(summary)}</desc>',
-    ]
+    out = svg_open(id_prefix, WIDTH, height, title, summary)
     # Axes and gridlines of both panels.
     for share in (0, 0.5, 1):
         yy = y_share(share)

@@ -5,7 +5,9 @@ Rater competency and pair difficulty thresholds share one vertical axis in logit
 mean competency for tutorial scores of 50% to 100% (optional), the histogram of rater
 competency, the logit axis, then one column per pair with its AA threshold (orange circle)
 and its EA threshold (red square; shape as well as colour, for colour-blind readers),
-pairs sorted ascending by EA threshold. Built as text: no plotting library in the web process.
+pairs sorted ascending by EA threshold. Control pairs (the expert-rated pairs every rater meets
+in the game, as the paper's validation study had) are always drawn, on a shaded band. Built as
+text: no plotting library in the web process.
 """
 
 import re
@@ -14,11 +16,15 @@ from collections.abc import Sequence
 import numpy as np
 
 from annotators.competency.pcm import rubric_score, rubric_scores
+from annotators.competency.svg import coord as _f
+from annotators.competency.svg import escape as _escape
+from annotators.competency.svg import svg_open
 
 __all__ = ["rubric_score", "rubric_scores", "wright_map_svg"]
 
 AA_COLOUR = "#e67e00"
 EA_COLOUR = "#c0392b"
+CONTROL_BAND = "#dde8f5"
 PLOT_HEIGHT = 360
 TOP, BOTTOM = 56, 96
 REGRESSION_WIDTH, HISTOGRAM_WIDTH, AXIS_WIDTH = 96, 150, 56
@@ -26,22 +32,17 @@ COLUMN_WIDTH = 14
 TRAINING_SCORES = (50, 60, 70, 80, 90, 100)
 
 
-def _escape(text: object) -> str:
-    """Text for an XML text node or a double-quoted attribute."""
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
-
-
-def _f(value: float) -> str:
-    return f"{value:.1f}"
-
-
-def _shown_items(key: np.ndarray, max_items: int) -> tuple[np.ndarray, int]:
-    """Items sorted by key; at most max_items of them, evenly spaced in rank (keeps both ends)."""
-    order = np.flatnonzero(np.isfinite(key))
+def _shown_items(key: np.ndarray, max_items: int, always: np.ndarray) -> tuple[np.ndarray, int]:
+    """Items sorted by key: every ``always`` item, and of the others at most what max_items leaves,
+    evenly spaced in rank (keeps both ends)."""
+    finite = np.isfinite(key)
+    order = np.flatnonzero(finite & ~always)
     order = order[np.argsort(key[order], kind="stable")]
-    if order.size > max_items:
-        order = order[np.unique(np.round(np.linspace(0, order.size - 1, max_items)).astype(int))]
-    return order, int(np.isfinite(key).sum())
+    room = max(max_items - int(np.sum(finite & always)), 2)
+    if order.size > room:
+        order = order[np.unique(np.round(np.linspace(0, order.size - 1, room)).astype(int))]
+    order = np.concatenate([order, np.flatnonzero(finite & always)])
+    return order[np.argsort(key[order], kind="stable")], int(finite.sum())
 
 
 def wright_map_svg(
@@ -50,6 +51,7 @@ def wright_map_svg(
     item_labels: Sequence[str] | None = None,
     regression: dict | None = None,
     *,
+    controls: Sequence[bool] | None = None,
     max_items: int = 50,
     threshold_kind: str = "Thurstonian",
     title: str = "Wright map of rater competency and pair difficulty",
@@ -61,7 +63,8 @@ def wright_map_svg(
     for the paper's "50% chance" reading pass ``thurstonian_thresholds(result.thresholds)``
     (threshold_kind only names them in the text). regression: the dict of
     ``latent_regression``. With more than max_items pairs, max_items are drawn, evenly
-    spaced in EA-threshold rank, and the description says how many.
+    spaced in EA-threshold rank, and the description says how many. controls: per item, whether
+    it is a control pair (always drawn, on a shaded band).
     """
     ability = np.asarray(abilities, dtype=float)
     ability = ability[np.isfinite(ability)]
@@ -73,7 +76,8 @@ def wright_map_svg(
 
     # Items without an EA threshold (EA never observed in the data) sort by their AA one.
     key = np.where(np.isfinite(steps[:, 1]), steps[:, 1], steps[:, 0])
-    shown, total = _shown_items(key, max_items)
+    is_control = np.zeros(steps.shape[0], dtype=bool) if controls is None else np.asarray(controls, dtype=bool)
+    shown, total = _shown_items(key, max_items, is_control)
     predictions = []
     if regression is not None:
         predictions = [(s, regression["intercept"] + regression["coef_per_percent"] * s) for s in TRAINING_SCORES]
@@ -103,6 +107,7 @@ def wright_map_svg(
         f"Showing {len(shown)} of {total} pairs, sorted ascending by EA threshold"
         + (", evenly spaced in rank." if len(shown) < total else ".")
         + f" {threshold_kind} thresholds: AA in orange circles, EA in red squares."
+        + (f" {int(is_control[shown].sum())} control pairs on a shaded band." if is_control.any() else "")
     )
     if regression is not None:
         summary += (
@@ -112,11 +117,7 @@ def wright_map_svg(
         )
 
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{_f(width)}" height="{_f(height)}" '
-        f'viewBox="0 0 {_f(width)} {_f(height)}" role="img" aria-labelledby="{prefix}-title {prefix}-desc" '
-        'font-family="sans-serif" font-size="11">',
-        f'<title id="{prefix}-title">{_escape(title)}</title>',
-        f'<desc id="{prefix}-desc">{_escape(summary)}</desc>',
+        *svg_open(prefix, width, height, title, summary),
         f'<text x="{_f(width / 2)}" y="20" text-anchor="middle" font-size="14">{_escape(title)}</text>',
     ]
 
@@ -203,6 +204,11 @@ def wright_map_svg(
         if np.isfinite(ea):
             parts.append(f"EA threshold {ea:.2f}")
         out.append(f'<g class="item"><title>{_escape(" ".join(parts))}</title>')
+        if is_control[item]:
+            out.append(
+                f'<rect class="control-band" x="{_f(cx - COLUMN_WIDTH / 2)}" y="{_f(TOP)}" '
+                f'width="{_f(COLUMN_WIDTH)}" height="{_f(PLOT_HEIGHT)}" fill="{CONTROL_BAND}"/>'
+            )
         if np.isfinite(aa):
             out.append(f'<circle class="threshold aa" cx="{_f(cx)}" cy="{_f(y(aa))}" r="3.5" fill="{AA_COLOUR}"/>')
         if np.isfinite(ea):
@@ -231,6 +237,13 @@ def wright_map_svg(
         f'<rect x="{_f(x_histogram + 2.5)}" y="{_f(legend_y + 14.5)}" width="7" height="7" fill="{EA_COLOUR}"/>'
         f'<text x="{_f(x_histogram + 14)}" y="{_f(legend_y + 22)}">EA threshold (exact agreement)</text>'
     )
+    if is_control.any():
+        x_band = x_histogram + (560 if predictions else 300)
+        out.append(
+            f'<rect x="{_f(x_band)}" y="{_f(legend_y - 6)}" width="10" height="28" fill="{CONTROL_BAND}"/>'
+            f'<text x="{_f(x_band + 16)}" y="{_f(legend_y + 4)}">Control pair (rated by experts,</text>'
+            f'<text x="{_f(x_band + 16)}" y="{_f(legend_y + 18)}">met by every rater in the game)</text>'
+        )
     if predictions:
         x_lines = x_histogram + 300
         out.append(

@@ -40,7 +40,7 @@ from django.utils import timezone
 
 from annotators import progress
 from annotators.models import Dispute, DisputeStatus, RaterAction, RaterProfile, RaterState
-from ratinggame.models import Rating
+from ratinggame.models import Pool, Rating
 from scoring.consensus import consensus_rating, player_score
 
 
@@ -165,14 +165,17 @@ class Rescore:
 
 
 def dispute_rescore(rating: Rating, *, others: Sequence[int] | None = None, restored: int | None = None) -> Rescore:
-    """``rating`` re-scored against the other counted human ratings of its pair.
+    """``rating`` re-scored against the other counted human ratings of its pair (a control pair's
+    rating against its expert rating, as it was scored: SPEC 2.5).
 
     The one place that decides how much an acceptance restores. ``others`` (their values) and
     ``restored`` (points restored for this rating before) are read when not given (the dispute
     queue passes them, read for all its disputes at once). The caller of an acceptance holds
     the rater's profile lock, so two acceptances cannot both read "nothing restored yet".
     """
-    if others is None:
+    if rating.stage == Pool.CONTROL:
+        others = [rating.pair.expert_rating] * 2
+    elif others is None:
         others = list(
             Rating.objects.counted()
             .filter(pair_id=rating.pair_id)
@@ -188,8 +191,3 @@ def dispute_rescore(rating: Rating, *, others: Sequence[int] | None = None, rest
         points=points,
         owed=max(0, points - rating.points - restored),
     )
-
-
-def dispute_points_restorable(rating: Rating) -> int:
-    """Points an accepted dispute gives back for ``rating`` (``dispute_rescore``)."""
-    return dispute_rescore(rating).owed

@@ -6,14 +6,11 @@ reason; its GET shows the same form on a page of its own.
 """
 
 from collections import defaultdict
-from functools import wraps
 from urllib.parse import urlencode
 
 import numpy as np
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.views import redirect_to_login
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -21,34 +18,16 @@ from django.views.decorators.http import require_http_methods
 
 from annotators import journey
 from annotators.competency.analysis import PAPER_COEF_PER_10_PERCENT, PAPER_SE_PER_10_PERCENT
-from annotators.competency.flags import (
-    FLAG_LABELS,
-    FLAGS,
-    RaterStats,
-    flag_thresholds,
-    rater_statistics,
-    rater_timeline,
-)
+from annotators.competency.flag_rules import FLAG_KEYS, FLAG_LABELS, rules_in_words
+from annotators.competency.flags import RaterStats, flag_thresholds, rater_statistics, rater_timeline
 from annotators.competency.jobs import competency_refresh_request, latest_analysis, never_queued
 from annotators.competency.timeline_svg import timeline_svg
-from annotators.models import AnalysisStatus, CompetencyAnalysis, Dispute, DisputeStatus, RaterProfile, RaterState
-from annotators.roles import ADMIN, has_role
+from annotators.models import CompetencyAnalysis, Dispute, DisputeStatus, RaterProfile, RaterState
+from annotators.roles import staff_required
 from annotators.staff import services as staff_services
 from annotators.staff.forms import DisputeResolveForm, ReasonForm
 from annotators.staff.services import dispute_rescore
 from ratinggame.models import Assignment, Pool, Rating
-
-
-def staff_required(view):
-    @wraps(view)
-    def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        if not request.user.is_authenticated:
-            return redirect_to_login(request.get_full_path())
-        if not (request.user.is_staff or has_role(request.user, ADMIN)):
-            raise PermissionDenied("Staff only.")
-        return view(request, *args, **kwargs)
-
-    return wrapped
 
 
 def _percent(value: float | None) -> str:
@@ -90,6 +69,14 @@ COLUMNS = (
     ("near_floor_share", "At floor", _percent, "Share of ratings within 1 second of the minimum time per rating."),
     ("longest_run", "Longest run", _plain, "Most identical ratings in a row."),
     ("prime_equal_share", "= prime", _percent, "Share of game ratings equal to the pair's first model prime, rounded."),
+    (
+        "control_recent_agreement",
+        "Control agreement",
+        lambda v: _number(v, 2),
+        "Mean agreement with the experts (exact 2, one level off 1, otherwise 0) over the latest control pairs "
+        "the drift rule reads; the rater's page gives the number and the overall mean.",
+    ),
+    ("skips", "Skips", _plain, "Game pairs passed with “Skip this pair” (no reason, not a report)."),
     ("open_disputes", "Open disputes", _plain, "Disputes of this rater waiting for an answer."),
     ("competency", "Competency", lambda v: _number(v, 2), "Competency in logits, from the latest analysis."),
     (
@@ -101,6 +88,8 @@ COLUMNS = (
     ("flag_count", "Flags", _plain, "Behaviour that deserves a look (the rules are below the table)."),
 )
 SORT_KEYS = {key for key, *_ in COLUMNS}
+# What a phone shows of the table by default: "Show all columns" (?columns=all) shows the rest.
+COMPACT_COLUMNS = frozenset({"username", "state", "game_score", "ratings", "flag_count"})
 
 
 def _sort_value(stats: RaterStats, key: str) -> object:
@@ -147,6 +136,7 @@ def _headers(params: dict, sort: str) -> list[dict]:
                 "meaning": meaning,
                 "url": "?" + urlencode(query),
                 "aria_sort": ("descending" if descending else "ascending") if current else "none",
+                "more": key not in COMPACT_COLUMNS,
             }
         )
     return headers
@@ -159,7 +149,7 @@ def _analysis_context() -> dict:
         "analysis": analysis,
         "analysis_newest": newest if newest is not None and newest != analysis else None,
         "analysis_in_progress": newest is not None
-        and newest.status in (AnalysisStatus.PENDING, AnalysisStatus.RUNNING),
+        and newest.status in (CompetencyAnalysis.Status.QUEUED, CompetencyAnalysis.Status.RUNNING),
         "paper_coef": PAPER_COEF_PER_10_PERCENT,
         "paper_se": PAPER_SE_PER_10_PERCENT,
         "every": settings.RATINGGAME_COMPETENCY_EVERY,
@@ -177,23 +167,31 @@ def _p_value(p: float | None) -> str:
 @require_http_methods(["GET"])
 def dashboard(request: HttpRequest) -> HttpResponse:
     analysis = latest_analysis()
-    params = {key: request.GET.get(key, "").strip() for key in ("state", "flag", "q", "sort")}
+    params = {key: request.GET.get(key, "").strip() for key in ("state", "flag", "q", "sort", "columns")}
     rows, sort = _filtered_sorted(_with_competency(rater_statistics(), analysis), params)
     table = [
         {
             "stats": r,
-            "cells": [fmt(_sort_value(r, key) if key != "username" else r.username) for key, _, fmt, _ in COLUMNS],
+            "cells": [
+                (fmt(_sort_value(r, key) if key != "username" else r.username), key not in COMPACT_COLUMNS)
+                for key, _, fmt, _ in COLUMNS
+            ],
             "flags": [(f, FLAG_LABELS[f]) for f in r.flags],
         }
         for r in rows
     ]
+    all_columns = params["columns"] == "all"
+    others = {k: v for k, v in params.items() if v and k != "columns"}
     context = {
         "table": table,
         "headers": _headers(params, sort),
         "params": params,
+        "all_columns": all_columns,
+        "columns_toggle": "?" + urlencode(others if all_columns else others | {"columns": "all"}),
         "states": RaterState.choices,
-        "flags": [(f, FLAG_LABELS[f]) for f in FLAGS],
+        "flags": [(f, FLAG_LABELS[f]) for f in FLAG_KEYS],
         "thresholds": flag_thresholds(),
+        "flag_rules": rules_in_words(flag_thresholds()),
         "open_disputes": Dispute.objects.filter(status=DisputeStatus.OPEN).count(),
         **_analysis_context(),
     }
@@ -239,6 +237,8 @@ def rater_detail(request: HttpRequest, profile_id: int) -> HttpResponse:
         "recent": recent,
         "recent_hidden": len(rows.rating_id[last]) - len(recent),
         "tutorial_max": journey.TUTORIAL_MAX_POINTS,
+        "drift_threshold": journey.drift_threshold(),
+        "drift_window": journey.drift_window(),
         "ability": ability,
         "actions": profile.actions.select_related("actor")[:50],
         "disputes": Dispute.objects.filter(rating__rater_id=profile.user_id).select_related("rating")[:50],
@@ -263,7 +263,8 @@ ACTIONS = {
     "probation": (
         staff_services.rater_send_to_probation,
         "Send back to probation",
-        "The rater starts a new probation round of 20 expert-rated pairs; the game score is kept.",
+        f"The rater starts a new probation round of up to {journey.PROBATION_SIZE} expert-rated pairs; "
+        "the game score is kept.",
     ),
 }
 
@@ -397,7 +398,7 @@ def competency_refresh(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         analysis = competency_refresh_request(requested_by=request.user)
         analysis.refresh_from_db()  # with tasks inline it has already run
-        if analysis.status == AnalysisStatus.DONE:
+        if analysis.status == CompetencyAnalysis.Status.DONE:
             messages.success(request, "The competency analysis has been refreshed.")
         elif never_queued(analysis):
             messages.error(
@@ -405,7 +406,7 @@ def competency_refresh(request: HttpRequest) -> HttpResponse:
                 "The competency analysis could not be started: the task broker is unreachable. "
                 "It will be asked again at the next periodic check, or refresh again later.",
             )
-        elif analysis.status == AnalysisStatus.FAILED:
+        elif analysis.status == CompetencyAnalysis.Status.FAILED:
             messages.error(request, f"The competency analysis failed: {analysis.error}")
         else:
             messages.info(request, "The competency analysis is running; reload the dashboard in a moment.")

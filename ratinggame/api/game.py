@@ -5,7 +5,10 @@ annotators.journey), so a script can play the whole journey.
 far along; ``POST consent`` records consent; ``POST next`` serves the rater's next pair, or the
 one already open (reload-safe); ``POST submit`` with ``{"assignment_id", "value": 1..5}`` stores
 the rating and answers its feedback, and with ``"next": true`` the rater's next pair too (one
-request per rating); ``GET feedback/{assignment_id}`` shows it again.
+request per rating); submitting an assignment already rated answers the stored rating's feedback with
+``"already_rated": true`` (the value sent again is not taken); ``POST skip`` with ``{"assignment_id"}``
+passes the pair without a rating and answers the next one; ``GET feedback/{assignment_id}`` shows it
+again.
 
 Times are the server's: anything else in a body (a client's idea of the served time, say) is
 ignored, and a rating is accepted from ``min_submit_at`` on. Nothing served before rating
@@ -31,12 +34,16 @@ TAG = "game"
 # --- Answers ----------------------------------------------------------------------------------
 
 
+# The stages a rater is shown: a control pair is a game pair to them (SPEC 2.5).
+SHOWN_STAGES = [(pool.value, pool.label) for pool in (Pool.TUTORIAL, Pool.PROBATION, Pool.GAME)]
+
+
 class ServedSerializer(serializers.Serializer):
     """A pair served to the rater. Only what the rater may see before rating it."""
 
     assignment_id = serializers.IntegerField()
     pair_id = serializers.IntegerField()
-    stage = serializers.ChoiceField(choices=Pool.choices)
+    stage = serializers.ChoiceField(choices=SHOWN_STAGES)
     image_url = serializers.CharField(help_text="Relative to the site, e.g. /media/images/ab/ab12....png")
     image_width = serializers.IntegerField()
     image_height = serializers.IntegerField()
@@ -69,7 +76,7 @@ class FeedbackSerializer(serializers.Serializer):
 
     assignment_id = serializers.IntegerField()
     pair_id = serializers.IntegerField()
-    stage = serializers.ChoiceField(choices=Pool.choices)
+    stage = serializers.ChoiceField(choices=SHOWN_STAGES)
     value = serializers.IntegerField()
     points = serializers.IntegerField()
     reference = serializers.IntegerField(
@@ -82,12 +89,27 @@ class FeedbackSerializer(serializers.Serializer):
     stage_total = serializers.IntegerField()
     stage_max = serializers.IntegerField(allow_null=True)
     window = WindowSerializer(allow_null=True)
-    transition = serializers.CharField(allow_null=True)
+    transition = serializers.CharField(
+        allow_null=True,
+        help_text="What this rating ended: tutorial_passed, tutorial_failed, probation_passed, probation_failed, "
+        "window_passed, window_failed (back to probation), drift (agreement with the experts on the quality-check "
+        "pairs fell too low: back to probation); null for none.",
+    )
     level = serializers.IntegerField()
     rating_id = serializers.IntegerField()
 
 
-class SubmittedSerializer(FeedbackSerializer):
+class SubmitAnswerSerializer(FeedbackSerializer):
+    """The answer of a submission: its feedback, and whether the submission was taken."""
+
+    already_rated = serializers.BooleanField(
+        help_text="true: this assignment was rated already (a repeated submission, from a double click or "
+        "another tab or script) and the value sent now was not taken; the answer is the stored rating's "
+        "feedback (its value is the one stored). false: the value sent is stored."
+    )
+
+
+class SubmittedSerializer(SubmitAnswerSerializer):
     """The answer of a submission: its feedback, and the next pair when the submission asked for it."""
 
     next = ServedSerializer(
@@ -152,6 +174,18 @@ class ConsentSerializer(serializers.Serializer):
         if value is not True:
             raise serializers.ValidationError("Agree to the consent form (agree: true) before you start.")
         return value
+
+
+class SkipSerializer(serializers.Serializer):
+    assignment_id = serializers.IntegerField(help_text="The open game pair to pass without rating it.")
+
+
+class SkippedSerializer(serializers.Serializer):
+    """A skipped pair, and the pair to rate next (null when nothing is left right now)."""
+
+    skipped = serializers.IntegerField(help_text="The assignment skipped.")
+    skips_left = serializers.IntegerField(help_text="Skips the rater may still make now.")
+    next = ServedSerializer(allow_null=True)
 
 
 class SubmitSerializer(serializers.Serializer):
@@ -236,7 +270,38 @@ class SubmitRatingView(GameView):
             rater=request.user, assignment_id=assignment_id, value=data.get("value"), serve_next=serve_next
         )
         # "next" is in the answer only when asked for: a plain submission answers as it always did.
-        return Response((SubmittedSerializer if serve_next else FeedbackSerializer)(feedback).data)
+        return Response((SubmittedSerializer if serve_next else SubmitAnswerSerializer)(feedback).data)
+
+
+class SkipView(GameView):
+    @extend_schema(
+        tags=[TAG],
+        request=SkipSerializer,
+        responses={
+            200: SkippedSerializer,
+            400: OpenApiResponse(ErrorSerializer, description="invalid (assignment_id)"),
+            401: ErrorSerializer,
+            403: OpenApiResponse(ErrorSerializer, description="not_yours, wrong_stage, suspended, no_consent"),
+            404: OpenApiResponse(ErrorSerializer, description="not_found: no such pair served to this rater"),
+            409: OpenApiResponse(
+                ErrorSerializer,
+                description="expired: rated or skipped already; skip_limit: none in the first 20 game pairs, then "
+                "at most one in ten",
+            ),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        """Pass the open game pair without a reason (not a report: nothing reaches staff). The pair is not
+        scored and never served to this rater again. The answer carries the next pair."""
+        data = request.data if isinstance(request.data, dict) else {}
+        assignment_id = data.get("assignment_id")
+        if isinstance(assignment_id, bool) or not isinstance(assignment_id, int):
+            return error_response("invalid", "assignment_id must be a whole number.", 400)
+        skipped = game.pair_skip(rater=request.user, assignment_id=assignment_id)
+        served = game.pair_serve(rater=request.user)
+        return Response(
+            SkippedSerializer({"skipped": skipped.assignment_id, "skips_left": skipped.skips_left, "next": served}).data
+        )
 
 
 class FeedbackView(GameView):

@@ -50,7 +50,7 @@ class PairSerializer(serializers.ModelSerializer):
     image = ImageSerializer(read_only=True)
     human_mean = serializers.SerializerMethodField(help_text="Mean of the counted human game ratings.")
     human_consensus = serializers.SerializerMethodField(
-        help_text="The counted human game ratings' mean rounded half up (SPEC section 3)."
+        help_text="The counted human game ratings' mean rounded half up (2.5 gives 3), as the game's consensus."
     )
     consensus_in_force = serializers.SerializerMethodField(
         help_text="What the next rater is scored against: human ratings plus the model primes still in place."
@@ -227,8 +227,9 @@ def import_job_answer(job: ImportJob) -> Response:
 
 class ManifestUpload(APIView):
     """One bad row and nothing is written, the 400 naming every bad row (with ``skip_invalid``,
-    the good rows are imported and the bad ones named). A manifest of more rows than
-    ``RATINGGAME_IMPORT_INLINE_MAX_ROWS`` is imported by a worker: 202 and the job's address."""
+    the good rows are imported and the bad ones named). A manifest of more rows than the site
+    imports within a request (a setting, 1,000 by default; the README explains it) is imported
+    by a worker: 202 and the job's address."""
 
     permission_classes = [IsResearcher]
     parser_classes = [MultiPartParser]

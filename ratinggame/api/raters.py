@@ -14,7 +14,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotators.competency.flags import FLAGS, rater_statistics
+from annotators.competency.flag_rules import FLAG_KEYS
+from annotators.competency.flags import rater_statistics
 from annotators.competency.jobs import latest_analysis
 from annotators.models import RaterAction, RaterProfile, RaterState
 from annotators.staff import services as staff_services
@@ -55,7 +56,15 @@ class RaterStatsSerializer(serializers.Serializer):
     primed_ratings = serializers.IntegerField()
     prime_equal_share = serializers.FloatField(allow_null=True)
     open_disputes = serializers.IntegerField()
-    flags = serializers.ListField(child=serializers.ChoiceField(choices=FLAGS))
+    control_ratings = serializers.IntegerField(help_text="Ratings of control pairs (expert-rated, hidden in the game).")
+    control_agreement = serializers.FloatField(
+        allow_null=True, help_text="Their mean agreement with the experts: exact 2, one level off 1, otherwise 0."
+    )
+    control_recent = serializers.IntegerField(help_text="The latest control ratings the drift rule reads.")
+    control_recent_agreement = serializers.FloatField(allow_null=True, help_text="Their mean agreement (0..2).")
+    game_serves = serializers.IntegerField()
+    skips = serializers.IntegerField(help_text='Game pairs passed with "Skip this pair".')
+    flags = serializers.ListField(child=serializers.ChoiceField(choices=FLAG_KEYS))
     competency = serializers.FloatField(allow_null=True, help_text="Latest PCM ability, in logits.")
     competency_se = serializers.FloatField(allow_null=True, help_text="Its standard error.")
     competency_converged = serializers.BooleanField(
@@ -103,7 +112,7 @@ class RaterList(generics.GenericAPIView):
         tags=[TAG],
         parameters=[
             OpenApiParameter("state", str, enum=RaterState.values, description="Only raters in this state."),
-            OpenApiParameter("flag", str, enum=list(FLAGS), description="Only raters with this flag."),
+            OpenApiParameter("flag", str, enum=list(FLAG_KEYS), description="Only raters with this flag."),
             OpenApiParameter("q", str, description="Username contains (case-insensitive)."),
         ],
         responses={200: RaterStatsSerializer(many=True), 400: ErrorSerializer},
@@ -113,8 +122,8 @@ class RaterList(generics.GenericAPIView):
         query = request.query_params.get("q", "").strip().lower()
         if state and state not in RaterState.values:
             raise serializers.ValidationError({"state": [f"Choose one of {', '.join(RaterState.values)}."]})
-        if flag and flag not in FLAGS:
-            raise serializers.ValidationError({"flag": [f"Choose one of {', '.join(FLAGS)}."]})
+        if flag and flag not in FLAG_KEYS:
+            raise serializers.ValidationError({"flag": [f"Choose one of {', '.join(FLAG_KEYS)}."]})
         rows = [
             row
             for row in _stats_rows()

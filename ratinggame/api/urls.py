@@ -1,15 +1,11 @@
-"""The API's routes, included at /api/ by ratinggame.urls.
-
-``api_game_next`` and ``api_game_submit`` keep the names (and addresses) they had in the first
-game endpoints (formerly ratinggame/api_game.py).
-"""
+"""The API's routes, included at /api/ by ratinggame.urls: a module per resource (``ratinggame.api``)."""
 
 from csp.constants import UNSAFE_INLINE
 from csp.decorators import csp_update
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
-from ratinggame.api import auth, exports, game, pairs, raters, ratings
+from ratinggame.api import auth, exports, game, pairs, progress, raters, ratings
 from ratinggame.api.errors import api_not_found
 
 urlpatterns = [
@@ -38,6 +34,7 @@ urlpatterns = [
     path("game/consent", game.ConsentView.as_view(), name="api_game_consent"),
     path("game/next", game.NextPairView.as_view(), name="api_game_next"),
     path("game/submit", game.SubmitRatingView.as_view(), name="api_game_submit"),
+    path("game/skip", game.SkipView.as_view(), name="api_game_skip"),
     path("game/feedback/<int:assignment_id>", game.FeedbackView.as_view(), name="api_game_feedback"),
     # Research (researchers).
     path("pairs/", pairs.PairList.as_view(), name="api_pairs"),
@@ -49,6 +46,7 @@ urlpatterns = [
     path("exports/", exports.ExportJobList.as_view(), name="api_exports"),
     path("exports/<int:pk>/", exports.ExportJobDetail.as_view(), name="api_export"),
     path("exports/<int:pk>/download", exports.ExportJobDownload.as_view(), name="api_export_download"),
+    path("progress/", progress.ProgressView.as_view(), name="api_progress"),
     # Rater statistics and actions (admins).
     path("admin/raters/", raters.RaterList.as_view(), name="api_raters"),
     path("admin/raters/<int:profile_id>/", raters.RaterDetail.as_view(), name="api_rater"),

@@ -76,6 +76,8 @@ def load_demo(*, with_accounts: bool) -> DemoReport:
         (Pool.TUTORIAL, demo_content.TUTORIAL),
         (Pool.PROBATION, demo_content.PROBATION),
         (Pool.GAME, demo_content.GAME),
+        (Pool.CONTROL, demo_content.CONTROL),
+        (Pool.GUIDE, demo_content.GUIDE),
     ):
         for order, item in enumerate(items, start=1):
             image = images[item["image"]]

@@ -65,7 +65,9 @@ def ratings_exclude(*, rating_ids: Iterable[int], reason: str) -> int:
     """
     ids = list(rating_ids)
     with transaction.atomic():
-        pair_ids = set(Rating.objects.filter(pk__in=ids).values_list("pair_id", flat=True))
+        # Only game pairs have a consensus to change: control pairs' ratings are excluded without
+        # locking their pairs (a control is rated by many at once and holds no aggregates).
+        pair_ids = set(Rating.objects.filter(pk__in=ids, stage=Pool.GAME).values_list("pair_id", flat=True))
         pairs = {
             pair.pk: pair for pair in CaptionPair.objects.select_for_update().filter(pk__in=pair_ids).order_by("id")
         }

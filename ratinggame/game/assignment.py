@@ -5,12 +5,22 @@ sees tutorial or probation pairs in the game, and never sees another rater's rat
 submitting. Started pairs come before fresh ones; past 3 ratings only pairs whose ratings
 still disagree get more, up to 7.
 
+Order: among pairs of equal rank, each rater meets them in an order of their own. Every pair
+has a random ``order_key``; each serve of a rater starts at a point of the key space drawn from
+the rater's seed and serve count (``annotators.journey.seeded_draw``) and takes the first pair
+at or after it, wrapping around: raters do not share an order, a pair's neighbours differ from
+rater to rater, and a reload or a retry draws the same point. Two captions of one image never
+come one after the other while a pair of another image is open to the rater: the claim first
+looks past the image of the rater's previous serve, and only then at it.
+
 How it stays fast at a million pairs: every pair carries its place in the serving order,
 ``assign_rank`` (NULL once it takes no more raters), kept in step with its ratings and open
-assignments under the pair's row lock. The next-pair query reads the head of the partial
-index ``(assign_rank, id) WHERE pool = 'game' AND assign_rank IS NOT NULL`` and skips the
-pairs the rater already has through the unique index on (rater, pair) - no scan of the pool,
-no ORDER BY random(), no Python loop over pairs.
+assignments under the pair's row lock. A probe of the serving order reads one entry of the
+partial index ``(assign_rank, order_key) WHERE pool = 'game' AND assign_rank IS NOT NULL``
+(one rank, keys from the start point on, or before it) and skips the pairs the rater already
+has through the unique index on (rater, pair); the claim sends every probe, best first, as one
+statement that stops at the first that finds a pair - no scan of the pool, no ORDER BY random(),
+no Python loop over pairs.
 
 Open assignments count toward the cap (``in_flight``), so two raters racing for the last slot
 cannot push a pair past 7: the next-pair query itself locks the row it returns (FOR UPDATE
@@ -20,13 +30,28 @@ for one pair's lock while holding another's (``game_pair_claim``). An open assig
 expires gives its slot back (``assignments_release_expired``).
 """
 
+from collections.abc import Iterator
 from datetime import datetime
 
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
-from ratinggame.models import MAX_HUMAN_RATINGS, MIN_HUMAN_RATINGS, Assignment, AssignRank, CaptionPair, Pool
+from annotators.journey import seeded_draw
+from ratinggame.game.sql import IMAGE, PAIR, ImageRow, PairRow, Statement, column, statement, table
+from ratinggame.models import (
+    MAX_HUMAN_RATINGS,
+    MIN_HUMAN_RATINGS,
+    ORDER_KEY_LIMIT,
+    Assignment,
+    AssignRank,
+    CaptionPair,
+    Image,
+    Pool,
+)
+
+# The ranks in serving order (lowest first): started pairs before fresh ones (SPEC 5).
+RANKS = sorted(AssignRank.values)
 
 
 def assign_rank_for(
@@ -63,24 +88,50 @@ def pair_rank_refresh(pair: CaptionPair) -> None:
     )
 
 
-def game_pair_claim(*, rater: AbstractBaseUser, wait: bool = False) -> CaptionPair | None:
-    """Take one slot of the best game pair this rater has not seen; None when none is free.
+def order_start(seed: int, serve: int) -> int:
+    """Where the rater's serve number ``serve`` starts in the key space of each rank."""
+    return seeded_draw(seed, serve, 1, bound=ORDER_KEY_LIMIT)
 
+
+def _probes(start: int) -> Iterator[tuple[int, int, int]]:
+    """(rank, lowest key, key limit) of every probe, best first: each rank from ``start`` on,
+    then from the beginning up to ``start`` (the wrap)."""
+    for rank in RANKS:
+        yield rank, start, ORDER_KEY_LIMIT
+        yield rank, 0, start
+
+
+def game_pair_claim(
+    *, rater_id: int, start: int, avoid_image: int | None = None, wait: bool = False
+) -> tuple[PairRow, ImageRow] | None:
+    """Take one slot of the next game pair in this rater's order; None when none is free.
+
+    ``start`` is the serve's point in the key space (``order_start``); ``avoid_image``, the
+    image of the rater's previous serve, whose pairs come only when no other image is open.
     Must run inside a transaction: the returned pair is locked, and its ``in_flight`` and
     ``assign_rank`` already count the new assignment; the caller writes both with the
     assignment, in the same transaction.
 
-    Without ``wait`` (one query), a pair being claimed or rated right now is passed over (SKIP
-    LOCKED), so raters asking at once spread over the head of the order; None may then mean
-    only that every open pair is locked at this moment. With ``wait``, the head of the order is
+    Without ``wait`` (one statement), a pair being claimed or rated right now is passed over
+    (SKIP LOCKED), so raters asking at once spread over the open pairs; None may then mean only
+    that every open pair is locked at this moment. With ``wait``, the first pair of the order is
     waited for, one pair at a time: call it in a transaction that holds no pair's lock.
     """
     if not wait:
-        return _slot_counted(claim_query(rater=rater).first())
+        for _ in range(3):  # a stale stored rank is corrected and the claim looks again
+            claimed = _claim_one(rater_id, start, avoid_image)
+            if claimed is None:
+                return None
+            pair = claimed[0]
+            pair_rank_refresh(pair)
+            if pair.assign_rank is not None:
+                return _slot_take(pair), claimed[1]
+            CaptionPair.objects.filter(pk=pair.id).update(assign_rank=None)
+        return None
     passed: list[int] = []
-    while (head := serving_order(rater).exclude(pk__in=passed).values_list("pk", flat=True).first()) is not None:
+    while (head := first_in_order(rater_id, start, avoid_image, passed)) is not None:
         with transaction.atomic():
-            pair = claim_query(rater=rater, skip_locked=False).filter(pk=head).first()
+            pair = claim_query(rater=rater_id, skip_locked=False).filter(pk=head).first()
             if pair is not None:
                 pair_rank_refresh(pair)
             if pair is None or pair.assign_rank is None:
@@ -93,46 +144,115 @@ def game_pair_claim(*, rater: AbstractBaseUser, wait: bool = False) -> CaptionPa
                 transaction.set_rollback(True)
                 passed.append(head)
                 continue
-        return _slot_take(pair)
+        return _slot_take(PAIR.of(pair)), IMAGE.of(pair.image)
     return None
 
 
-def _slot_counted(pair: CaptionPair | None) -> CaptionPair | None:
-    """``pair`` (locked) with the new assignment counted; None when its stored rank was stale."""
-    if pair is None:
-        return None
-    pair_rank_refresh(pair)
-    if pair.assign_rank is None:  # a stale stored rank: correct it (the caller looks again)
-        pair.save(update_fields=["assign_rank"])
-        return None
-    return _slot_take(pair)
+def first_in_order(rater, start: int, avoid_image: int | None, passed: list[int] = ()) -> int | None:
+    """The id of the first pair of the rater's order from ``start``, locks ignored (the waiting
+    claim's head, and the rating page's guess of the next image)."""
+    for avoiding in ((avoid_image,) if avoid_image else ()) + (None,):
+        for rank, low, limit in _probes(start):
+            probe = serving_order(rater).filter(assign_rank=rank, order_key__gte=low, order_key__lt=limit)
+            if avoiding is not None:
+                probe = probe.exclude(image_id=avoiding)
+            head = probe.exclude(pk__in=passed).order_by("order_key").values_list("pk", flat=True).first()
+            if head is not None:
+                return head
+    return None
 
 
-def _slot_take(pair: CaptionPair) -> CaptionPair:
+def _slot_take(pair):
     """``pair`` (locked, its rank current) with the new assignment counted."""
     pair.in_flight += 1
     pair_rank_refresh(pair)
     return pair
 
 
-def claim_query(*, rater: AbstractBaseUser, skip_locked: bool = True) -> QuerySet:
-    """The next-pair query: open game pairs this rater was never served, best first, row-locked.
+def claim_statement_and_params(rater_id: int, start: int, avoid_image: int | None) -> tuple[str, list]:
+    """The claim's SQL and its parameters for this rater and serve."""
+    avoiding = avoid_image is not None
+    sql = (claim_avoiding() if avoiding else claim()).sql
+    params = []
+    for rank, low, limit in _probes(start):
+        params += [rank, low, limit, avoid_image, rater_id] if avoiding else [rank, low, limit, rater_id]
+    if avoiding:
+        for rank, low, limit in _probes(start):
+            params += [rank, low, limit, rater_id]
+    return sql, params
 
-    Reads the head of the partial index ``pair_assign_rank_idx`` (the serving order); the NOT
-    EXISTS probes the unique (rater, pair) index of game assignments. No sort, no scan of the
-    pool: the cost does not grow with the number of pairs.
-    """
+
+def _claim_one(rater_id: int, start: int, avoid_image: int | None) -> tuple[PairRow, ImageRow] | None:
+    """The first free pair of the rater's order, row-locked, with its image: one statement."""
+    sql, params = claim_statement_and_params(rater_id, start, avoid_image)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return PAIR.read(row[: PAIR.width]), IMAGE.read(row[PAIR.width :])
+
+
+def _claim_statement(vendor: str, avoiding: bool) -> Statement:
+    """The claim's SQL: one probe per rank and key range, in serving order (``_probes``), each
+    reading one entry of the partial index ``pair_serving_order_idx``, locking what it finds
+    (SKIP LOCKED); the database stops at the first probe that returns a row. With ``avoiding``,
+    the probes first look past one image, then again at every image."""
+    lock = " FOR UPDATE OF q SKIP LOCKED" if vendor == "postgresql" else ""
+    pool, rank, key, image = (column(CaptionPair, name) for name in ("pool", "assign_rank", "order_key", "image"))
+    seen_rater, seen_pair, seen_stage = (column(Assignment, name) for name in ("rater", "pair", "stage"))
+
+    def probe(index: int, avoid: bool) -> str:
+        not_image = f" AND q.{image} <> %s" if avoid else ""
+        return (
+            f'SELECT * FROM (SELECT q."id" FROM {table(CaptionPair)} q '  # noqa: S608 - names from the models
+            f"WHERE q.{pool} = '{Pool.GAME.value}' AND q.{rank} = %s "
+            f"AND q.{key} >= %s AND q.{key} < %s{not_image} "
+            f"AND NOT EXISTS (SELECT 1 FROM {table(Assignment)} s WHERE s.{seen_rater} = %s "
+            f"AND s.{seen_pair} = q.\"id\" AND s.{seen_stage} = '{Pool.GAME.value}') "
+            f"ORDER BY q.{key} LIMIT 1{lock}) AS b{index}"
+        )
+
+    count = len(RANKS) * 2
+    branches = [probe(i, avoiding) for i in range(count)]
+    if avoiding:
+        branches += [probe(count + i, False) for i in range(count)]
+    # The outer read locks the row again (it holds the lock already): in READ COMMITTED that makes
+    # it return the row's latest version, as the probe saw it, not the statement's snapshot, which
+    # a rating committed meanwhile may have overtaken (its counters would then be stale).
+    relock = " FOR UPDATE OF p" if vendor == "postgresql" else ""
+    sql = (
+        f"SELECT {PAIR.select('p')}, {IMAGE.select('i')} "  # noqa: S608 - names from the models
+        f'FROM {table(CaptionPair)} p JOIN {table(Image)} i ON i."id" = p.{image} '
+        f'WHERE p."id" = (SELECT c."id" FROM ({" UNION ALL ".join(branches)}) AS c LIMIT 1){relock}'
+    )
+    names = {
+        CaptionPair: (*PAIR.names, "pool", "assign_rank", "order_key", "image"),
+        Image: IMAGE.names,
+        Assignment: ("rater", "pair", "stage"),
+    }
+    return Statement(sql, names)
+
+
+@statement
+def claim(vendor: str) -> Statement:
+    return _claim_statement(vendor, avoiding=False)
+
+
+@statement
+def claim_avoiding(vendor: str) -> Statement:
+    return _claim_statement(vendor, avoiding=True)
+
+
+def claim_query(*, rater: AbstractBaseUser, skip_locked: bool = True) -> QuerySet:
+    """Open game pairs this rater was never served, row-locked (the waiting claim's lock)."""
     return serving_order(rater).select_related("image").select_for_update(skip_locked=skip_locked, of=("self",))
 
 
 def serving_order(rater: AbstractBaseUser) -> QuerySet:
-    """Open game pairs this rater was never served, best first (no lock)."""
+    """Open game pairs this rater was never served (no lock, no order)."""
     seen = Assignment.objects.filter(rater=rater, pair=OuterRef("pk"), stage=Pool.GAME)
-    return (
-        CaptionPair.objects.filter(pool=Pool.GAME, assign_rank__isnull=False)
-        .filter(~Exists(seen))
-        .order_by("assign_rank", "id")
-    )
+    return CaptionPair.objects.filter(pool=Pool.GAME, assign_rank__isnull=False).filter(~Exists(seen))
 
 
 def assignments_release_expired(*, now: datetime, limit: int = 20) -> int:

@@ -2,17 +2,19 @@
 while the rater looks at the current one (so the next screen shows its image at once).
 
 A guess, never a claim: it serves nothing and locks nothing. In the tutorial and in a
-probation round the next pair is known; in the game it is the head of the serving order
-(``ratinggame.game.assignment.serving_order``, read without a lock), which another rater
-may take first. Only an image is fetched: nothing about the pair's ratings reaches the page.
+probation round the next pair is known; in the game it is what the rater's next serve would
+take now (their block's control pair, or the first pair of their order, read without a lock),
+which another rater may take first. Only an image is fetched: nothing about the pair's ratings
+reaches the page.
 """
 
 from django.contrib.auth.base_user import AbstractBaseUser
 
-from annotators import progress
-from ratinggame.game.assignment import serving_order
+from annotators import journey, progress
+from ratinggame.game.assignment import first_in_order, order_start
+from ratinggame.game.controls import control_pick
 from ratinggame.game.rating import Served
-from ratinggame.models import Image, Pool
+from ratinggame.models import CaptionPair, Image, Pool
 
 
 def next_pair_image(*, rater: AbstractBaseUser, served: Served) -> Image | None:
@@ -32,4 +34,11 @@ def _next_pair_id(rater: AbstractBaseUser, served: Served) -> int | None:
         if following is None or following >= len(current.pair_order):
             return None
         return current.pair_order[following]
-    return serving_order(rater).values_list("id", flat=True).first()
+    profile = progress.profile_for(rater)
+    image = CaptionPair.objects.filter(pk=served.pair_id).values_list("image_id", flat=True).first()
+    serve = profile.game_serves  # the open pair was serve game_serves - 1
+    if journey.control_due(profile.order_seed, serve):
+        control = control_pick(rater_id=rater.pk, seed=profile.order_seed, avoid_image=image)
+        if control is not None:
+            return control[0].id
+    return first_in_order(rater.pk, order_start(profile.order_seed, serve), image)

@@ -6,8 +6,9 @@ keeps the pairs' aggregates and serving order in step). They stay stored, like e
 rating, so that what was scored and published before can still be audited. The account is
 anonymised and closed: the username becomes ``withdrawn-<id>``, the e-mail address, names and
 pseudonym are erased, the password and API tokens stop working, the rater leaves the
-leaderboard. An open game assignment is closed, its slot given back by the expiry sweep. The
-withdrawal is logged in the staff action log.
+leaderboard and every count of the study's raters (``RaterProfile.objects.raters()``). An open
+game assignment is closed, its slot given back by the expiry sweep. The withdrawal is logged in
+the staff action log.
 """
 
 from datetime import datetime
@@ -40,7 +41,8 @@ def rater_withdraw(*, user: AbstractBaseUser, now: datetime | None = None) -> in
         user.save()
         profile.display_name = ""
         profile.on_leaderboard = False
-        profile.save(update_fields=["display_name", "on_leaderboard"])
+        profile.withdrawn_at = now
+        profile.save(update_fields=["display_name", "on_leaderboard", "withdrawn_at"])
         RaterAction.objects.create(
             rater=profile,
             actor=user,

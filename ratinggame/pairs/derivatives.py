@@ -27,7 +27,8 @@ from PIL import ImageOps
 
 from ratinggame.background import dispatch
 from ratinggame.models import Image
-from scoring.priming.images import ALPHA_MODES, image_to_rgb
+from ratinggame.pairs.storage import image_storage
+from scoring.pictures import ALPHA_MODES, image_to_rgb
 
 log = logging.getLogger(__name__)
 
@@ -102,13 +103,14 @@ class DisplayImage:
     thumb: str
 
 
-def display_image(image: Image) -> DisplayImage:
-    """The display copies of ``image`` for a page (the original where there are none)."""
+def display_image(image) -> DisplayImage:
+    """The display copies of ``image`` (an Image, or the game's ``ImageRow``) for a page (the
+    original where there are none)."""
     copies = image.derivatives or []
+    url = image_storage().url
     if not copies:
-        original = image.file.url
+        original = url(getattr(image.file, "name", image.file))
         return DisplayImage(original, "", image.width, image.height, original)
-    url = image.file.storage.url
     largest = copies[-1]
     return DisplayImage(
         src=url(largest["name"]),

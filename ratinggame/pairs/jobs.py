@@ -39,14 +39,7 @@ log = logging.getLogger(__name__)
 IMPORTS_DIR = "imports"
 # Hard limit of the import task; a job still "running" this long after it started lost its worker.
 TIME_LIMIT_SECONDS = 2 * 60 * 60
-JOBS = TrackedJobs(
-    ImportJob,
-    queued=ImportJob.Status.QUEUED,
-    running=ImportJob.Status.RUNNING,
-    done=ImportJob.Status.DONE,
-    failed=ImportJob.Status.FAILED,
-    stale_after=timedelta(seconds=TIME_LIMIT_SECONDS),
-)
+JOBS = TrackedJobs(ImportJob, stale_after=timedelta(seconds=TIME_LIMIT_SECONDS))
 
 
 def import_job_start(

@@ -70,7 +70,8 @@ def pair_create(
 
 def priming_status_for_pool(pool: str) -> PrimingStatus:
     """A new pair's priming status: game pairs wait for their two model primes (SPEC section 4);
-    tutorial and probation pairs are scored against their expert rating and are never primed."""
+    tutorial and probation pairs are scored against their expert rating, and guide pairs are only shown:
+    none of them is ever primed."""
     return PrimingStatus.PENDING if pool == Pool.GAME else PrimingStatus.NOT_NEEDED
 
 

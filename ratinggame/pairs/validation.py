@@ -4,7 +4,7 @@ import unicodedata
 
 from django.conf import settings
 
-from ratinggame.models import CaptionSource, Pool
+from ratinggame.models import EXPERT_POOLS, TEACHING_POOLS, CaptionSource, Pool
 
 SOURCES = {choice.value for choice in CaptionSource}
 POOLS = {choice.value for choice in Pool}
@@ -128,9 +128,10 @@ def clean_display_order(value: object) -> int | None:
 
 
 def check_expert_fields(pool: str, expert_rating: int | None, explanation: str) -> None:
-    """Tutorial and probation pairs teach: they need the expert rating and its explanation."""
-    if pool in (Pool.TUTORIAL, Pool.PROBATION):
-        if expert_rating is None:
-            raise PairInvalid(f"{pool} pairs need an expert_rating (1-5)")
-        if not explanation.strip():
-            raise PairInvalid(f"{pool} pairs need an explanation of the expert rating")
+    """Tutorial, probation and Rating Guide pairs teach: they need the expert rating and its
+    explanation. Control pairs (quality checks in the game) need the expert rating; their
+    explanation is optional (staff read it; raters are shown a control as a game pair)."""
+    if pool in EXPERT_POOLS and expert_rating is None:
+        raise PairInvalid(f"{pool} pairs need an expert_rating (1-5)")
+    if pool in TEACHING_POOLS and not explanation.strip():
+        raise PairInvalid(f"{pool} pairs need an explanation of the expert rating")

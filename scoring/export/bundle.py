@@ -6,6 +6,11 @@
   ratings' count / mean / rounded consensus / sd, each stored model score raw and calibrated,
   and beside FLEUR's scores the model's explanation where it gave one);
 - ``ratings.<fmt>``: one row per exported human rating (pseudonymous rater, time, seconds spent);
+- ``control_ratings.<fmt>``: one row per rating of a control pair (expert-rated, hidden in the
+  game, SPEC 2.5): never part of the pairs or ratings above, with each rater's control agreement
+  summarised in ``statistics.json``;
+- ``polaris/``: the pairs in the layout of the Polaris and Nebula benchmarks (``img``, ``cand``,
+  ``refs``, ``human_score``), a dataset of its own for the caption-metric toolkits;
 - ``statistics.json``: the virtual-rater agreement report, distributions, counts, splits and
   the metric-correlation table;
 - ``report.html`` (self-contained, inline SVG) and ``datasheet.md``;
@@ -35,6 +40,7 @@ from scoring.export.card import (
     CARD_FILE,
     CONFIGS,
     DATA_FOLDER,
+    UNKNOWN_LICENSE,
     card_format,
     card_front_matter,
     rows_by_split,
@@ -43,6 +49,9 @@ from scoring.export.card import (
 from scoring.export.data import ExportData, Progress, export_data_collect
 from scoring.export.files import file_sha256, folder_files
 from scoring.export.formats import DEFAULT_FORMATS, FORMATS, WRITERS, formats_parse, iso_utc, table_write
+from scoring.export.polaris import CARD as POLARIS_CARD
+from scoring.export.polaris import FOLDER as POLARIS_FOLDER
+from scoring.export.polaris import PolarisRow, polaris_card, polaris_write, split_path
 from scoring.export.report import dataset_card_render, datasheet_render, report_render
 from scoring.export.stats import (
     MIN_IMAGES_TO_INTERPRET,
@@ -63,7 +72,7 @@ DATASET_NAME = "Validated image caption ratings (rating game export)"
 NO_IMAGE_SOURCE = "(not recorded at import)"
 WRIGHT_MAP_FILE = "wright_map.svg"
 BUNDLE_FILES = ("statistics.json", "report.html", "datasheet.md", CARD_FILE, WRIGHT_MAP_FILE, "manifest.json")
-BUNDLE_FOLDERS = ("images", DATA_FOLDER)
+BUNDLE_FOLDERS = ("images", DATA_FOLDER, POLARIS_FOLDER)
 # (name, type[, decimals in CSV and JSON Lines]); Parquet keeps full precision (formats.py).
 PAIR_COLUMNS = (
     ("pair_id", "int"),
@@ -88,6 +97,18 @@ RATING_COLUMNS = (
     ("submitted_at", "datetime"),
     ("seconds_spent", "float", 3),
 )
+CONTROL_RATING_COLUMNS = (
+    ("control_pair_id", "int"),
+    ("image_file", "str"),
+    ("caption", "str"),
+    ("expert_rating", "int"),
+    ("rater", "str"),
+    ("rating", "int"),
+    ("agreement", "int"),
+    ("submitted_at", "datetime"),
+    ("seconds_spent", "float", 3),
+)
+TABLES = ("pairs", "ratings", "control_ratings")
 RAW_SCORE_DIGITS, CALIBRATED_DIGITS = 6, 4  # model scores: raw cosine-based values differ in the 4th decimal
 
 
@@ -143,12 +164,18 @@ def export_build(
     statistics["rater_quality"] = _rater_quality_section(data, aggregate)
 
     statistics["image_sources"] = _image_sources(data)
+    statistics["control_agreement"] = control_agreement_section(data)
 
     report(0.6, "Writing tables")
     pair_columns, pair_rows = _pair_table(data, splits, summaries, aggregate)
     table_write(out, "pairs", pair_columns, pair_rows, formats)
     rating_rows = [(r.pair_id, r.rater, r.value, r.submitted_at, r.seconds) for r in data.ratings]
     table_write(out, "ratings", RATING_COLUMNS, rating_rows, formats)
+    control_rows = [
+        (c.pair_id, _file_name(c.image_name), c.caption, c.expert_rating, c.rater, c.value, c.agreement, *c.when)
+        for c in data.control_ratings
+    ]
+    table_write(out, "control_ratings", CONTROL_RATING_COLUMNS, control_rows, formats)
     _split_files_write(
         out,
         card_format(formats),
@@ -157,6 +184,8 @@ def export_build(
     )
     if with_images:
         statistics["counts"]["images_missing"] = _images_copy(data, out / "images", report)
+    report(0.95, "Writing the table for the caption-metric toolkits")
+    _polaris_write(out, data, splits, summaries, images=out / "images" if with_images else None)
 
     report(0.95, "Writing the report and datasheet")
     _json_write(out / "statistics.json", statistics)
@@ -284,12 +313,64 @@ def _split_files_write(out: Path, fmt: str, tables: dict[str, tuple], splits: di
             WRITERS[fmt].write(out / split_file(config, split, fmt), columns, chosen)
 
 
+def _polaris_write(
+    out: Path, data: ExportData, splits: dict[int, str], summaries: dict[int, tuple], *, images: Path | None
+) -> None:
+    """The Polaris-layout table and its card (scoring.export.polaris); with images, each row
+    carries its image's bytes, read from the bundle's own copy."""
+
+    def image_bytes(name: str) -> bytes | None:
+        path = images / name
+        return path.read_bytes() if path.is_file() else None
+
+    for split in SPLITS:
+        rows = (
+            PolarisRow(
+                refs=pair.references,
+                cand=pair.caption,
+                image_file=_file_name(pair.image_name),
+                mean=summaries[pair.id][0],
+            )
+            for pair in data.pairs
+            if splits[pair.id] == split
+        )
+        polaris_write(out / split_path(split), rows, image_bytes if images else None)
+    card = polaris_card(
+        pretty_name=DATASET_NAME,
+        license_id=settings.RATINGGAME["DATASET_LICENSE"] or UNKNOWN_LICENSE,
+        splits=SPLITS,
+    )
+    (out / POLARIS_CARD).write_text(card, encoding="utf-8")
+
+
 def _image_sources(data: ExportData) -> list[dict]:
     """Where the exported images came from (as recorded at import), with how many images each."""
     sources = Counter(
         pair.image_source.strip() or NO_IMAGE_SOURCE for pair in {p.image_id: p for p in data.pairs}.values()
     )
     return [{"source": source, "images": count} for source, count in sorted(sources.items())]
+
+
+def control_agreement_section(data: ExportData) -> dict:
+    """Agreement with the experts on the control pairs: overall and per rater (pseudonyms), as
+    the rubric's mean (exact 2, adjacent 1, otherwise 0) and the share of exact ratings."""
+
+    def summary(ratings: list) -> dict:
+        n = len(ratings)
+        return {
+            "ratings": n,
+            "mean_agreement": sum(r.agreement for r in ratings) / n if n else None,
+            "exact_share": sum(r.agreement == 2 for r in ratings) / n if n else None,
+        }
+
+    by_rater: dict[str, list] = {}
+    for rating in data.control_ratings:
+        by_rater.setdefault(rating.rater, []).append(rating)
+    return {
+        **summary(data.control_ratings),
+        "pairs": len({rating.pair_id for rating in data.control_ratings}),
+        "by_rater": [{"rater": rater, **summary(by_rater[rater])} for rater in sorted(by_rater)],
+    }
 
 
 def _aggregate(data: ExportData) -> aggregation.Aggregate | None:
@@ -413,7 +494,7 @@ def code_version() -> str:
 
 def _bundle_names(out: Path) -> list[str]:
     """The files of a bundle found in ``out`` (relative, sorted); other files there are not ours."""
-    top = [*BUNDLE_FILES, *(f"{stem}.{fmt}" for stem in ("pairs", "ratings") for fmt in FORMATS)]
+    top = [*BUNDLE_FILES, *(f"{stem}.{fmt}" for stem in TABLES for fmt in FORMATS)]
     names = [name for name in top if (out / name).is_file()]
     for folder in BUNDLE_FOLDERS:
         if (out / folder).is_dir():

@@ -2,10 +2,10 @@
 
 ``datasets.load_dataset(<bundle folder>, "pairs")`` (or ``"ratings"``) reads the tables named by
 the header's ``configs``, one file per split (Hugging Face's "Dataset card" and "Manual
-configuration" documentation). Without it, the loader globbed every table of the folder into one
-dataset and failed ("column names don't match": pairs and ratings mixed). The split files are
+configuration" documentation). Without it, the loader globs every table of the folder into one
+dataset and fails ("column names don't match": pairs and ratings mixed). The split files are
 written once, in the card's format (Parquet when the export has it: typed columns), under
-``data/``; the full tables stay at the top of the bundle as before.
+``data/``; the full tables stay at the top of the bundle.
 
 The header is written here rather than by a YAML library: every scalar is a JSON string, which
 YAML reads as a double-quoted scalar, so captions of sources or odd licence text cannot break it.

@@ -1,11 +1,13 @@
 """What a dataset export holds, read from the database in a few bulk queries (no query per pair).
 
 Only game ratings of game pairs that are not excluded count (SPEC section 6): tutorial and
-probation ratings, excluded ratings (a failed qualification window, an admin's decision) and
+probation ratings, excluded ratings (a failed qualification window, a drift, a withdrawal) and
 model primes (`scoring.ModelRating`) are never exported as ratings. A pair is exported when it
-has at least ``min_ratings`` such ratings. Raters appear under pseudonyms r001, r002, ... given
-in the order of their first exported rating: stable within an export, unrelated to usernames
-or user ids.
+has at least ``min_ratings`` such ratings. The ratings of control pairs (expert-rated pairs
+hidden in the game, SPEC 2.5) are never part of the pairs or their ratings: they are read apart,
+as ``control_ratings`` (not excluded ones only). Raters appear under pseudonyms r001, r002, ...
+given in the order of their first exported rating (game ratings first, then control ratings):
+stable within an export, unrelated to usernames or user ids.
 """
 
 import re
@@ -17,6 +19,7 @@ from datetime import datetime
 
 from django.db.models import Count
 
+from annotators.journey import control_agreement
 from annotators.models import ProbationRound, RaterProfile
 from ratinggame.models import CaptionPair, Pool, Rating
 from scoring.export.formats import iso_utc
@@ -37,6 +40,7 @@ class ExportPair:
     caption: str
     source: str
     image_source: str  # where the image came from (collection, URL, licence), as imported
+    references: list[str]  # reference captions of the image, as imported (may be empty)
     ratings: list[int] = field(default_factory=list)
 
 
@@ -47,6 +51,25 @@ class ExportRating:
     value: int
     submitted_at: datetime
     seconds: float
+
+
+@dataclass(frozen=True)
+class ControlRating:
+    """A rating of a control pair, with the experts' rating it is checked against."""
+
+    pair_id: int
+    image_name: str
+    caption: str
+    expert_rating: int
+    rater: str  # pseudonym
+    value: int
+    agreement: int  # exact 2, adjacent 1, otherwise 0
+    submitted_at: datetime
+    seconds: float
+
+    @property
+    def when(self) -> tuple[datetime, float]:
+        return self.submitted_at, self.seconds
 
 
 @dataclass(frozen=True)
@@ -73,6 +96,7 @@ class ExportData:
     pseudonyms: dict[int, str] = field(default_factory=dict)
     # (metric, model identity) -> pair id -> the model's explanation of its score, where it gave one
     model_explanations: dict[tuple[str, str], dict[int, str]] = field(default_factory=dict)
+    control_ratings: list[ControlRating] = field(default_factory=list)
 
 
 def export_data_collect(*, min_ratings: int, progress: Progress | None = None) -> ExportData:
@@ -86,7 +110,24 @@ def export_data_collect(*, min_ratings: int, progress: Progress | None = None) -
 
     report(0.8, "Reading pairs")
     pairs, game_pairs = _pairs(kept, per_pair)
-    pseudonyms = _pseudonyms(rater_id for pair_id, rater_id, *_ in rows if pair_id in kept)
+    control_rows = _control_rating_rows()
+    pseudonyms = _pseudonyms(
+        [rater_id for pair_id, rater_id, *_ in rows if pair_id in kept] + [row[4] for row in control_rows]
+    )
+    controls = [
+        ControlRating(
+            pair_id,
+            image,
+            caption,
+            expert,
+            pseudonyms[rater_id],
+            value,
+            control_agreement(value, expert),
+            submitted,
+            (submitted - served).total_seconds(),
+        )
+        for pair_id, image, caption, expert, rater_id, value, served, submitted in control_rows
+    ]
     ratings = [
         ExportRating(pair_id, pseudonyms[rater_id], value, submitted, (submitted - served).total_seconds())
         for pair_id, rater_id, value, served, submitted in rows
@@ -104,12 +145,14 @@ def export_data_collect(*, min_ratings: int, progress: Progress | None = None) -
         "ratings_on_left_out_pairs": len(rows) - len(ratings),
         "excluded_ratings": _excluded_counts(),
         "tutorial_and_probation_ratings": _stage_counts(),
+        "control_ratings": len(controls),
+        "control_pairs": len({rating.pair_id for rating in controls}),
         "model_scores": sum(len(by_pair) for by_pair in scores.values()),
         **_rater_background(pseudonyms),
         **_timing(ratings),
     }
     report(1.0, "Read")
-    return ExportData(pairs, ratings, columns, scores, counts, pseudonyms, explanations)
+    return ExportData(pairs, ratings, columns, scores, counts, pseudonyms, explanations, controls)
 
 
 def _valid_rating_rows(report: Progress) -> list[tuple]:
@@ -125,9 +168,16 @@ def _valid_rating_rows(report: Progress) -> list[tuple]:
     return rows
 
 
+def _control_rating_rows() -> list[tuple]:
+    """The counted ratings of control pairs, oldest first, with what each is checked against."""
+    fields = ("pair_id", "pair__image__file", "pair__caption", "pair__expert_rating", "rater_id", "value")
+    query = Rating.objects.filter(stage=Pool.CONTROL, excluded=False, pair__expert_rating__isnull=False)
+    return list(query.order_by("submitted_at", "id").values_list(*fields, "served_at", "submitted_at"))
+
+
 def _pairs(kept: set[int], per_pair: dict[int, list[int]]) -> tuple[list[ExportPair], int]:
     fields = ("id", "image_id", "image__file", "image__sha256", "image__original_name", "caption", "source")
-    fields += ("image__source",)
+    fields += ("image__source", "references")
     pairs, game_pairs = [], 0
     for row in CaptionPair.objects.game().order_by("id").values_list(*fields).iterator(chunk_size=_CHUNK):
         game_pairs += 1
@@ -180,7 +230,8 @@ def _excluded_counts() -> dict:
 
 
 def _stage_counts() -> dict[str, int]:
-    query = Rating.objects.exclude(stage=Pool.GAME).values_list("stage").annotate(n=Count("id")).order_by()
+    query = Rating.objects.filter(stage__in=(Pool.TUTORIAL, Pool.PROBATION)).values_list("stage")
+    query = query.annotate(n=Count("id")).order_by()
     found = dict(query)
     return {stage: found.get(stage, 0) for stage in (Pool.TUTORIAL, Pool.PROBATION)}
 

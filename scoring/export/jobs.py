@@ -26,14 +26,7 @@ log = logging.getLogger(__name__)
 EXPORT_DIR = "exports"
 # Hard limit of the export task; a job still "running" this long after it started lost its worker.
 TIME_LIMIT_SECONDS = 2 * 60 * 60
-JOBS = TrackedJobs(
-    ExportJob,
-    queued=ExportJob.Status.QUEUED,
-    running=ExportJob.Status.RUNNING,
-    done=ExportJob.Status.DONE,
-    failed=ExportJob.Status.FAILED,
-    stale_after=timedelta(seconds=TIME_LIMIT_SECONDS),
-)
+JOBS = TrackedJobs(ExportJob, stale_after=timedelta(seconds=TIME_LIMIT_SECONDS))
 
 
 def export_job_start(

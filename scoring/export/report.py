@@ -158,10 +158,10 @@ def _context(statistics: dict) -> dict:
         "source_rows": sources,
         "correlations": correlations,
         "source_correlations": source_correlations,
-        "distribution_svg": mark_safe(  # noqa: S308 - built from escaped text in export_figures
+        "distribution_svg": mark_safe(  # noqa: S308 - figures.py escapes every text
             distribution_bars_svg(distribution, figure_id="fig-distribution", title="Rating distribution")
         ),
-        "sources_svg": mark_safe(  # noqa: S308 - built from escaped text in export_figures
+        "sources_svg": mark_safe(  # noqa: S308 - figures.py escapes every text
             source_shares_svg(
                 statistics["source_distributions"], figure_id="fig-sources", title="Rating distribution per source"
             )

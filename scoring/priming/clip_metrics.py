@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from scoring.models import Metric
 from scoring.priming.calibration import default_knots
 from scoring.priming.scorer import Knots, PrimingPair, RawScore
 
@@ -50,6 +49,7 @@ def _shared(models: PrimingModels) -> _SharedScores:
 
 class _ClipFamily:
     refit = True
+    explains = False
 
     def __init__(self, shared: _SharedScores) -> None:
         self.shared = shared
@@ -73,7 +73,8 @@ class _ClipFamily:
 class ClipS(_ClipFamily):
     """CLIP-S of the configured CLIP weights (not PAC-S)."""
 
-    metric = Metric.CLIP_S
+    metric = "clip_s"
+    label = "CLIP-S"
 
     @classmethod
     def build(cls, models: PrimingModels) -> ClipS | None:
@@ -89,7 +90,8 @@ class ClipS(_ClipFamily):
 class PacS(ClipS):
     """PAC-S: CLIP-S's formula on a PAC-S checkpoint, w = 2.0."""
 
-    metric = Metric.PAC_S
+    metric = "pac_s"
+    label = "PAC-S"
 
     @classmethod
     def build(cls, models: PrimingModels) -> PacS | None:
@@ -101,7 +103,8 @@ class PacS(ClipS):
 class RefClipS(_ClipFamily):
     """RefCLIP-S, for pairs that have reference captions, over the loaded CLIP (or PAC-S) weights."""
 
-    metric = Metric.REF_CLIP_S
+    metric = "ref_clip_s"
+    label = "RefCLIP-S"
 
     @classmethod
     def build(cls, models: PrimingModels) -> RefClipS | None:

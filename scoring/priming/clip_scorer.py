@@ -5,7 +5,7 @@ formulas themselves live in `scoring.priming.clipscore` (numpy only); checkpoint
 by `scoring.priming.clip_checkpoints.load_scorer`.
 
 Images reach the model as the 8-bit RGB picture a rater sees (``scoring.priming.images``):
-on the CPU path through `image_to_rgb` and open_clip's preprocessing; with ``tensor_decode``
+on the CPU path through `scoring.pictures.image_to_rgb` and open_clip's preprocessing; with ``tensor_decode``
 (the default on CUDA) the common JPEGs are decoded, resized and normalised on the model's
 device instead, and every other format keeps the CPU path.
 """
@@ -21,16 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from scoring.pictures import StoredImage, open_image
 from scoring.priming.clipscore import CLIP_S_W, clip_s, prompt_for, ref_clip_s
-from scoring.priming.images import (
-    StoredImage,
-    TensorPreprocess,
-    decode_jpegs,
-    device_decodable,
-    image_to_rgb,
-    load_rgb,
-    open_image,
-)
+from scoring.priming.images import TensorPreprocess, decode_jpegs, device_decodable, load_rgb
 
 if TYPE_CHECKING:
     import torch
@@ -198,10 +191,6 @@ class ClipScorer:
                 self.image_encoder_calls += 1
                 self.images_encoded += len(batch)
         return np.concatenate(out) if out else np.zeros((0, 0), dtype=np.float32)
-
-    def encode_images(self, images: Sequence[Image.Image], batch_size: int | None = None) -> np.ndarray:
-        """Image embeddings (float32, not normalised) of PIL images, preprocessed as the model expects."""
-        return self.encode_image_tensors([self.preprocess(image_to_rgb(image)) for image in images], batch_size)
 
     def encode_texts(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
         """Text embeddings of "A photo depicts " + text, truncated to the model's context (77 tokens).

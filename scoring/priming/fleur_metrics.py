@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, ClassVar
 
-from scoring.models import Metric
 from scoring.priming.calibration import unit_knots
 from scoring.priming.scorer import Knots, PrimingPair, RawScore
 
@@ -24,6 +23,7 @@ if TYPE_CHECKING:
 
 class _FleurFamily:
     refit = True
+    explains = True
     with_references: ClassVar[bool]
 
     def __init__(self, scorer: FleurScorer, *, explain: bool, batch_size: int) -> None:
@@ -51,12 +51,14 @@ class _FleurFamily:
 class Fleur(_FleurFamily):
     """FLEUR: the LLaVA model's smoothed 0.0-1.0 rating of the caption, without references."""
 
-    metric = Metric.FLEUR
+    metric = "fleur"
+    label = "FLEUR"
     with_references = False
 
 
 class RefFleur(_FleurFamily):
     """RefFLEUR: the same, with the pair's reference captions in the prompt."""
 
-    metric = Metric.REF_FLEUR
+    metric = "ref_fleur"
+    label = "RefFLEUR"
     with_references = True

@@ -2,132 +2,42 @@
 
 Two ways in, one picture:
 
-- the CPU path, for every format: Pillow decodes the file and ``image_to_rgb`` turns it into
-  the 8-bit RGB picture a browser shows (EXIF orientation, 16-bit and float grey, CMYK,
-  transparency); each model then applies its own preprocessing;
+- the CPU path, for every format: Pillow decodes the file and ``scoring.pictures.image_to_rgb``
+  turns it into the 8-bit RGB picture a browser shows (EXIF orientation, 16-bit and float grey,
+  CMYK, transparency); each model then applies its own preprocessing (``load_rgb``);
 - the device path, for the common case only (an 8-bit YCbCr or grey JPEG that EXIF does not
   rotate: ``device_decodable``): the file's bytes are decoded by ``decode_jpegs`` (nvJPEG on
   CUDA, batched) and resized, cropped and normalised on the same device by
-  ``TensorPreprocess``, so a GPU's forward pass no longer waits for the CPU to decode.
+  ``TensorPreprocess``, so a GPU's forward pass does not wait for the CPU to decode.
   Everything else keeps the CPU path.
 
-``StoredImage`` carries a file's bytes to both: calling it opens them with Pillow (the
-loader every scorer takes), and the device path reads the bytes itself. Worker code only:
-torch and torchvision are imported inside the functions that need them.
+A ``scoring.pictures.StoredImage`` carries a file's bytes to both: calling it opens them with
+Pillow (the loader every scorer takes), and the device path reads the bytes itself. Worker
+code only: torch and torchvision are imported inside the functions that need them.
 """
 
 from __future__ import annotations
 
 import io
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
+from PIL import Image as PILImage
 
+from scoring.pictures import EXIF_ORIENTATION, image_to_rgb
 from scoring.priming.scorer import short_error
 
 if TYPE_CHECKING:
     import torch
-    from PIL import Image
-
-# Image modes holding more than 8 bits per sample (see image_to_rgb).
-HIGH_DEPTH_MODES = ("I;16", "I;16L", "I;16B", "I;16N", "I", "F")
-# Modes with an alpha channel (or palette transparency, checked separately).
-ALPHA_MODES = ("RGBA", "RGBa", "LA", "La", "PA")
-EXIF_ORIENTATION = 0x0112
 
 
-@dataclass(frozen=True)
-class StoredImage:
-    """An image file's bytes, read on demand; calling it opens them with Pillow."""
-
-    read: Callable[[], bytes]
-
-    def __call__(self) -> Image.Image:
-        return open_image(self.read())
-
-
-def open_image(data: bytes) -> Image.Image:
-    from PIL import Image as PILImage
-
-    image = PILImage.open(io.BytesIO(data))
-    image.load()
-    return image
-
-
-def load_rgb(loader: Callable[[], Image.Image]) -> tuple[Image.Image | None, str | None]:
+def load_rgb(loader: Callable[[], PILImage.Image]) -> tuple[PILImage.Image | None, str | None]:
     """(the 8-bit RGB picture of ``loader``'s image, None), or (None, why it could not be had):
     a loader may fail in any way, and only its own pairs fail with it."""
     try:
         return image_to_rgb(loader()), None
     except Exception as exc:  # noqa: BLE001 - see above
         return None, f"image could not be decoded: {short_error(exc)}"
-
-
-# ---------------------------------------------------------------------------------------
-# The CPU path
-
-
-def _high_depth_to_l(image: Image.Image) -> Image.Image:
-    """An 8-bit grey image ("L") from a 16-bit, 32-bit integer or float grey image.
-
-    Pillow's own conversion of these modes to RGB clips every value above 255, which turns
-    a 16-bit photograph almost white. Instead the samples are scaled to 0..255 by their
-    full scale: 65535 for the 16-bit modes ("I;16*"), and for "I" (how Pillow may present
-    a 16-bit PNG or TIFF) when every value lies in 0..65535; 1.0 for a float ("F") image
-    whose values lie in 0..1. Anything else (negative or larger values) is stretched over
-    its actual range, min to max.
-    """
-    from PIL import Image as PILImage
-
-    values = np.asarray(image, dtype=np.float64)
-    finite = values[np.isfinite(values)]
-    low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
-    if image.mode.startswith("I;16") or (image.mode == "I" and low >= 0 and high <= 65535):
-        low, scale = 0.0, 65535.0
-    elif image.mode == "F" and low >= 0 and high <= 1:
-        low, scale = 0.0, 1.0
-    else:
-        scale = high - low or 1.0
-    scaled = np.nan_to_num((values - low) * (255.0 / scale), nan=0.0, posinf=255.0, neginf=0.0)
-    return PILImage.fromarray(np.clip(np.rint(scaled), 0, 255).astype(np.uint8), mode="L")
-
-
-def image_to_rgb(image: Image.Image) -> Image.Image:
-    """The 8-bit RGB picture a rater's browser shows for ``image``, as the model should see it.
-
-    - EXIF orientation is applied (browsers rotate JPEGs by it);
-    - 16-bit / 32-bit / float grey ("I;16", "I", "F"): scaled to 8 bits (``_high_depth_to_l``);
-    - transparency ("RGBA", "LA", "PA", "P" with a transparent colour, premultiplied modes):
-      composited on white, not dropped (dropping alpha reveals whatever colour the hidden
-      pixels happen to hold, often black);
-    - "CMYK": through the embedded ICC profile when there is one, else Pillow's conversion;
-    - "1", "L", "P", "YCbCr", "LAB", "HSV" and the rest: Pillow's conversion to RGB.
-    """
-    from PIL import Image as PILImage
-    from PIL import ImageOps
-
-    if image.getexif().get(EXIF_ORIENTATION, 1) != 1:
-        image = ImageOps.exif_transpose(image)
-    mode = image.mode
-    if mode == "RGB":
-        return image
-    if mode in HIGH_DEPTH_MODES:
-        return _high_depth_to_l(image).convert("RGB")
-    if mode in ALPHA_MODES or (mode == "P" and "transparency" in image.info):
-        rgba = image.convert("RGBA")
-        white = PILImage.new("RGBA", rgba.size, (255, 255, 255, 255))
-        return PILImage.alpha_composite(white, rgba).convert("RGB")
-    if mode == "CMYK" and image.info.get("icc_profile"):
-        from PIL import ImageCms
-
-        try:
-            source = ImageCms.ImageCmsProfile(io.BytesIO(image.info["icc_profile"]))
-            return ImageCms.profileToProfile(image, source, ImageCms.createProfile("sRGB"), outputMode="RGB")
-        except (ImageCms.PyCMSError, OSError, ValueError):
-            pass  # a broken embedded profile: fall back to the plain conversion
-    return image.convert("RGB")
 
 
 # ---------------------------------------------------------------------------------------
@@ -142,8 +52,6 @@ def device_decodable(data: bytes) -> bool:
     cannot even open keep the CPU path, which also gives the error message of a bad file.
     Only the header is read.
     """
-    from PIL import Image as PILImage
-
     try:
         with PILImage.open(io.BytesIO(data)) as image:
             rotated = image.getexif().get(EXIF_ORIENTATION, 1) != 1

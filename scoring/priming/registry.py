@@ -7,7 +7,8 @@ then FLEUR and RefFLEUR (a LLaVA model, when one is configured), then the learne
 (active only once it beat calibrated CLIP-S on held-out ratings). For each pair, the most
 trusted scorer that applies fills slot 2 (the prime kept longest) and the next one slot 1
 (``scoring.priming.runner``). Adding a scorer is its own module (a class following
-``scoring.priming.scorer.Scorer``) plus its place in this list.
+``scoring.priming.scorer.Scorer``) plus its place in this list; its metric then joins
+``scoring.models.Metric``, the values a stored prime may carry (with a migration of their choices).
 
 Why FLEUR and RefFLEUR sit there. Above the CLIP family: in the FLEUR paper's Table 1 (seed
 002) FLEUR matches or beats CLIP-S, RefCLIP-S and PAC-S in agreement with human judgement on

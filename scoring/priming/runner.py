@@ -52,9 +52,9 @@ from django.utils import timezone
 
 from ratinggame.models import CaptionPair, Image, Pool, PrimingStatus
 from scoring.models import ModelRating
+from scoring.pictures import stored_image
 from scoring.priming import calibration
 from scoring.priming.calibration_service import current_calibration
-from scoring.priming.images import StoredImage
 from scoring.priming.registry import PrimingModels
 from scoring.priming.scorer import PrimingPair, RawScore, Scorer, ScorerLoadError
 
@@ -68,8 +68,10 @@ log = logging.getLogger(__name__)
 CLAIM_BATCHES = 4
 
 
+# Shown to researchers (import report, API) and staff (the admin's pair list): in words, no
+# variable names; the README's "Model priming" names the settings.
 NO_MODEL_NOTE = (
-    "waiting: no priming model configured (set RATINGGAME_PRIMING_MODEL); "
+    "waiting: no priming model is configured on this site (the README's Model priming section says how); "
     "primed by the periodic sweep or `manage.py prime_pairs` once one is set"
 )
 
@@ -142,32 +144,19 @@ def note_no_model(pair_ids: list[int]) -> int:
     return count
 
 
-def stored_image(name: str) -> StoredImage:
-    """An image file in storage: scorers open it with Pillow (scoring.priming.images) or decode
-    its bytes on their device. Each read opens the file anew, so threads may share it."""
-    storage = Image._meta.get_field("file").storage
-
-    def read() -> bytes:
-        with storage.open(name, "rb") as handle:
-            return handle.read()
-
-    return StoredImage(read=read)
-
-
-def image_loader(pair: CaptionPair) -> StoredImage:
-    return stored_image(pair.image.file.name)
-
-
 def priming_pairs(pair_ids: list[int]) -> list[PrimingPair]:
     """The pairs to score, by id. Plain rows, not model instances: at a GPU's pace the ORM's
     instances of a pair and its image would cost more than the scoring."""
+    storage = Image._meta.get_field("file").storage
     rows = (
         CaptionPair.objects.filter(pk__in=pair_ids)
         .order_by("pk")
         .values_list("pk", "image__sha256", "image__file", "caption", "references")
     )
     return [
-        PrimingPair(pk=pk, image_key=sha, load_image=stored_image(name), caption=caption, references=tuple(refs or ()))
+        PrimingPair(
+            pk=pk, image_key=sha, load_image=stored_image(storage, name), caption=caption, references=tuple(refs or ())
+        )
         for pk, sha, name, caption, refs in rows
     ]
 
@@ -341,7 +330,7 @@ def _store_batch(
     for index, pair in enumerate(pairs):
         raw = [(scorer, by_scorer[index]) for scorer, by_scorer in zip(scorers, scores, strict=True)]
         ranked = [(scorer, score) for scorer, score in raw if score.value is not None]
-        errors = [f"{scorer.metric.label}: {score.error}" for scorer, score in raw if score.error]
+        errors = [f"{scorer.label}: {score.error}" for scorer, score in raw if score.error]
         if not ranked:
             first_error = next((score.error for _, score in raw if score.error), None)
             failures.setdefault(first_error or "no configured scorer applies to this pair", []).append(pair.pk)

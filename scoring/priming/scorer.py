@@ -1,6 +1,8 @@
 """What a priming scorer is (SPEC section 4): the protocol every entry of the registry follows.
 
-A scorer turns (image, caption[, references]) pairs into raw scores of one ``Metric``. Its
+A scorer turns (image, caption[, references]) pairs into raw scores of one metric: ``metric``
+is its stored value and ``label`` its name for people (``scoring.models.Metric`` is built from
+them), ``explains`` whether its primes may carry the model's explanation. Its
 ``identity`` names the weights (stored on each prime and keying the calibration that maps
 raw scores to the 1-5 scale); ``default_knots`` is that calibration until enough human
 ratings exist (``refit``: whether it is then fitted to them at all). ``build`` returns the
@@ -17,7 +19,6 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 if TYPE_CHECKING:
     from PIL import Image
 
-    from scoring.models import Metric
     from scoring.priming.registry import PrimingModels
 
 Knots = tuple[list[float], list[float]]
@@ -56,7 +57,9 @@ class RawScore:
 
 
 class Scorer(Protocol):
-    metric: ClassVar[Metric]
+    metric: ClassVar[str]
+    label: ClassVar[str]
+    explains: ClassVar[bool]
     refit: ClassVar[bool]
     identity: str
 

@@ -1,8 +1,11 @@
-/* The Rating Guide: opened by its button or the G key, closed by G, Escape or its button.
+/* The Rating Guide: opened and closed by its button (a toggle) or the G key; Escape closes it too,
+and focus goes back where it was.
 
-On a wide screen it opens as a side panel on the right (a non-modal dialog), so the image on the
-left stays in view and the keys 1-5 still choose a rating; on a narrow screen, where a panel
-would cover everything anyway, as a modal dialog.
+On a wide screen it opens as a side panel on the right (a non-modal dialog) and the page makes room
+for it (body.guide-beside narrows everything left of the panel): the image shrinks, while the
+caption, the five choices and Submit stay in view and clickable, and the keys 1-5 and Enter still
+work. On a narrow screen there is no room beside it: it opens as a modal dialog over the page, and
+its Close button (kept at its top) or Escape brings the choices back.
 */
 (function () {
   "use strict";
@@ -12,28 +15,47 @@ would cover everything anyway, as a modal dialog.
     return; // the <noscript> link to the introduction stays the way to the scale
   }
   var wide = window.matchMedia("(min-width: 60rem)");
+  var buttons = document.querySelectorAll("[data-guide-open]");
   var opener = null;
+
+  function showState(open) {
+    buttons.forEach(function (button) {
+      button.setAttribute("aria-expanded", open ? "true" : "false");
+    });
+  }
 
   function open() {
     if (dialog.open) {
       return;
     }
     opener = document.activeElement;
-    dialog.classList.toggle("side", wide.matches);
-    if (wide.matches) {
+    var side = wide.matches;
+    dialog.classList.toggle("side", side);
+    document.body.classList.toggle("guide-beside", side);
+    if (side) {
       dialog.show();
     } else {
       dialog.showModal();
     }
+    showState(true);
   }
 
-  document.querySelectorAll("[data-guide-open]").forEach(function (button) {
+  buttons.forEach(function (button) {
     button.hidden = false;
-    button.addEventListener("click", open);
+    button.addEventListener("click", function () {
+      if (dialog.open) {
+        dialog.close();
+      } else {
+        open();
+      }
+    });
   });
+  showState(false);
 
   // Focus goes back where it was (the chosen rating, the Continue link), so play resumes at once.
   dialog.addEventListener("close", function () {
+    document.body.classList.remove("guide-beside");
+    showState(false);
     if (opener && opener !== document.body && typeof opener.focus === "function") {
       opener.focus();
     }

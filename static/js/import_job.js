@@ -1,5 +1,6 @@
 // An import job's page: while the job waits or runs, poll its status and move the progress bar;
-// once it has ended, reload the page, which then shows the report and any refused rows.
+// once it has ended, reload the page, which then shows the report and any refused rows, or why
+// the import failed.
 (function () {
   "use strict";
   var POLL_MS = 2000;
@@ -18,7 +19,8 @@
       .then(function (data) {
         if (!ACTIVE[data.status]) { window.location.reload(); return; }
         bar.value = data.progress;
-        var text = data.status_display + (data.message ? ": " + data.message : "");
+        var repeats = !data.message || data.message === data.status_display;  // "Queued: Queued"
+        var text = data.status_display + (repeats ? "" : ": " + data.message);
         if (message.textContent !== text) { message.textContent = text; }
         window.setTimeout(poll, POLL_MS);
       })

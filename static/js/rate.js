@@ -1,5 +1,5 @@
-/* The rating screen: the minimum-time countdown, the keys 1-5 (choose) and Enter (submit), the
-chosen level's words on a phone, and the next pair's image fetched ahead.
+/* The rating screen: the minimum-time countdown, the keys 1-5 (choose), Enter (submit) and S (skip
+a game pair), the chosen level's words on a phone, and the next pair's image fetched ahead.
 
 The countdown starts when the image has loaded, so a slow connection never unlocks Submit over
 a half-painted picture: the rater gets the full minimum time (data-min-ms) with the image on
@@ -21,6 +21,7 @@ rater's wall clock plays no part.
   var countdown = document.getElementById("countdown");
   var image = document.getElementById("pair-image");
   var chosen = document.getElementById("choice-chosen");
+  var skip = document.getElementById("skip-pair");
 
   var rendered = performance.now();
   var serverWait = Math.max(0, Number(form.dataset.minSubmitMs) - Number(form.dataset.serverNowMs)) || 0;
@@ -149,6 +150,9 @@ rater's wall clock plays no part.
     } else if (event.key === "Enter" && !window.RatingKeys.activatesByItself(event.target)) {
       event.preventDefault();
       trySubmit();
+    } else if ((event.key === "s" || event.key === "S") && skip) {
+      event.preventDefault();
+      skip.click();
     }
   });
 })();

@@ -12,9 +12,14 @@
     var download = row.querySelector(".export-download");
     bar.value = data.progress;
     bar.textContent = Math.round(data.progress * 100) + "%";
+    // A failure says why, and a bar stopped part-way would say it was still going: no bar then.
+    bar.hidden = data.status === "failed";
     var text = data.status_display;
-    if (data.message && data.status !== "done") { text += ": " + data.message; }
-    if (data.status === "failed" && data.error) { text += " (" + data.error + ")"; }
+    if (data.status === "failed") {
+      text = "Failed: " + (data.error || "no reason was recorded.");
+    } else if (data.message && data.status !== "done" && data.message !== data.status_display) {
+      text += ": " + data.message;
+    }
     if (message.textContent !== text) { message.textContent = text; }
     if (data.download_url && !download.querySelector("a")) {
       var link = document.createElement("a");

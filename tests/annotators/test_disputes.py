@@ -102,12 +102,14 @@ def test_a_dispute_whose_rating_was_excluded_later_cannot_be_accepted(client):
     assert RaterProfile.objects.get(user=user).game_score == 0
 
     staff = UserFactory(is_staff=True)
+    logged = list(RaterAction.objects.values_list("action", flat=True))
+    assert logged == ["window_failed"]  # the window's end is in the staff log
     with pytest.raises(ActionRefused, match=r"was excluded .* cannot be accepted"):
         dispute_resolve(dispute=dispute, actor=staff, accept=True, note="Red indeed.")
     dispute.refresh_from_db()
     assert dispute.status == DisputeStatus.OPEN
     assert RaterProfile.objects.get(user=user).game_score == 0
-    assert not RaterAction.objects.exists()
+    assert list(RaterAction.objects.values_list("action", flat=True)) == logged  # the refusal logged nothing
 
     # The staff page says so, shows the exclusion, and the dispute can still be rejected.
     client.force_login(staff)
@@ -121,7 +123,7 @@ def test_a_dispute_whose_rating_was_excluded_later_cannot_be_accepted(client):
     dispute.refresh_from_db()
     assert (dispute.status, dispute.points_restored) == (DisputeStatus.REJECTED, 0)
     assert RaterProfile.objects.get(user=user).game_score == 0
-    assert RaterAction.objects.get().action == "dispute_reject"
+    assert RaterAction.objects.exclude(action="window_failed").get().action == "dispute_reject"
 
 
 # --- One dispute per rating; restoring is bounded by what the rating lost (issue 15) ---------
@@ -143,12 +145,12 @@ def test_a_rating_is_disputed_once_whatever_the_first_disputes_outcome():
 
 @pytest.mark.parametrize(("points", "restored_before", "restorable"), [(-2, 0, 2), (-2, 2, 0), (-2, 5, 0), (1, 0, 0)])
 def test_restoring_gives_back_what_the_rating_lost_less_what_was_restored(points, restored_before, restorable):
-    from annotators.staff.services import dispute_points_restorable
+    from annotators.staff.services import dispute_rescore
 
     user = rater_in_the_window(window_count=20)
     rating = rating_record(rater=user, pair=CaptionPairFactory(pool=Pool.GAME), value=1, points=points, stage="game")
     Dispute.objects.create(rating=rating, comment="x", status=DisputeStatus.ACCEPTED, points_restored=restored_before)
-    assert dispute_points_restorable(rating) == restorable
+    assert dispute_rescore(rating).owed == restorable
 
 
 @pytest.mark.django_db(transaction=True)
@@ -157,12 +159,13 @@ def test_the_migration_merges_duplicate_disputes_and_keeps_what_they_restored():
     from django.db import connection
     from django.db.migrations.executor import MigrationExecutor
 
+    # The pair and its rating are made with today's models, then the schema goes back.
+    pair = CaptionPairFactory(pool=Pool.GAME)
+    rating = rating_record(rater=UserFactory(), pair=pair, value=1, points=-2, stage="game")
     executor = MigrationExecutor(connection)
     before = [("annotators", "0004_competency_rater_quality"), ("ratinggame", "0004_integrity")]
     executor.migrate(before)
     old = executor.loader.project_state(before).apps
-    pair = CaptionPairFactory(pool=Pool.GAME)
-    rating = rating_record(rater=UserFactory(), pair=pair, value=1, points=-2, stage="game")
     old_dispute = old.get_model("annotators", "Dispute")
     old_dispute.objects.create(rating_id=rating.pk, comment="first", status="accepted", points_restored=2)
     old_dispute.objects.create(rating_id=rating.pk, comment="second", status="accepted", points_restored=2)
@@ -170,11 +173,11 @@ def test_the_migration_merges_duplicate_disputes_and_keeps_what_they_restored():
 
     executor = MigrationExecutor(connection)
     executor.migrate(executor.loader.graph.leaf_nodes())
-    from annotators.staff.services import dispute_points_restorable
+    from annotators.staff.services import dispute_rescore
 
     (kept,) = Dispute.objects.filter(rating_id=rating.pk)
     assert (kept.status, kept.comment, kept.points_restored) == (DisputeStatus.ACCEPTED, "first\n\nsecond", 4)
-    assert dispute_points_restorable(Rating.objects.get(pk=rating.pk)) == 0
+    assert dispute_rescore(Rating.objects.get(pk=rating.pk)).owed == 0
 
 
 # --- Accepting re-scores the rating against the other raters now (issue 10) ------------------
@@ -214,3 +217,20 @@ def staff_page_of_disputes() -> str:
     client = Client()
     client.force_login(UserFactory(is_staff=True))
     return client.get(reverse("staff:disputes")).content.decode()
+
+
+def test_a_control_rating_may_be_disputed_like_a_game_rating_and_is_re_scored_against_the_expert():
+    """The rater cannot tell a control pair apart, so its score is disputable as any game score;
+    staff re-score it as it was scored (the expert's rating as the consensus): nothing to restore."""
+    from tests.factories import ControlPairFactory
+
+    user = rater_in_the_window(window_count=20, game_score=20)
+    pair = ControlPairFactory(expert_rating=4)
+    rating = rating_record(rater=user, pair=pair, value=2, points=-1, stage="control", reference=4)
+    dispute = dispute_file(rater=user, rating_id=rating.pk, comment="It is a 2.")
+    from annotators.staff.services import dispute_rescore
+
+    rescore = dispute_rescore(rating)
+    assert (rescore.consensus, rescore.points, rescore.owed) == (4, -1, 0)
+    dispute_resolve(dispute=dispute, actor=UserFactory(is_staff=True), accept=True, note="The experts stand.")
+    assert RaterProfile.objects.get(user=user).game_score == 20

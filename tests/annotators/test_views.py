@@ -8,13 +8,14 @@ from html.parser import HTMLParser
 
 import pytest
 from django.db.models import F
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
 from annotators.models import Dispute, RaterProfile, RaterState
 from annotators.roles import ANNOTATOR
 from ratinggame.models import Assignment, CaptionPair, Pool, Rating
-from tests.factories import CaptionPairFactory, ProbationPairFactory, TutorialPairFactory, UserFactory
+from tests.factories import CaptionPairFactory, ProbationPairFactory, TutorialPairFactory, UserFactory, rating_make
 from tests.ratinggame.journey_helpers import seed_ratings
 
 pytestmark = pytest.mark.django_db
@@ -393,14 +394,29 @@ def test_invalid_value_is_refused_with_the_screen_again(client, tutorial):
     assert not Rating.objects.exists()
 
 
-def test_double_submit_shows_the_first_result(client, tutorial):
+def test_a_second_submission_shows_the_first_result_and_says_when_its_rating_was_not_taken(client, tutorial):
     user = rater()
     client.force_login(user)
     assignment_id, first = rate(client, user, "tutorial", 5)
-    second = client.post(reverse("rate", args=["tutorial"]), {"assignment": assignment_id, "value": 1})
-    assert first["Location"] == second["Location"] == reverse("feedback", args=[assignment_id])
+    feedback = reverse("feedback", args=[assignment_id])
+    # A double click sends the same rating again: the first result, and nothing alarming.
+    double = client.post(reverse("rate", args=["tutorial"]), {"assignment": assignment_id, "value": 5})
+    assert first["Location"] == double["Location"] == feedback
+    assert "not taken" not in body(client.get(feedback))
+    # Another tab (the same session), still showing the pair, sends another rating.
+    other_tab = Client()
+    other_tab.cookies = client.cookies
+    second = other_tab.post(reverse("rate", args=["tutorial"]), {"assignment": assignment_id, "value": 1})
+    assert second["Location"] == feedback
+    html = unescape(body(other_tab.get(feedback)))
+    assert re.search(r'Your rating</dt><dd class="fb-big">5<', html)
+    assert (
+        "This pair was already rated (in another tab or window): your rating 1 was not taken. "
+        "The rating stored is 5, and this page shows its result." in html
+    )
+    assert "your rating 1 was not taken" in re.search(r'id="feedback-announce"[^>]*data-text="([^"]*)"', html)[1]
     assert Rating.objects.get().value == 5
-    assert re.search(r'Your rating</dt><dd class="fb-big">5<', body(client.get(second["Location"])))
+    assert "not taken" not in body(client.get(feedback))  # said once
 
 
 def test_another_raters_pair_is_forbidden(client, tutorial):
@@ -466,6 +482,42 @@ def test_game_feedback_says_whose_consensus_it_was(client, primes, others, said)
     client.force_login(user)
     _, response = rate(client, user, "game", 2)
     assert said in unescape(body(client.get(response["Location"])))
+
+
+def points_rows(html: str) -> list[list[str]]:
+    """The cells of the "How game points work" table, row by row (the hidden words left out)."""
+    table = re.search(r'<table class="points-table">(.*?)</table>', html, re.S)[1]
+    rows = re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1], re.S)
+    cells = [re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S) for row in rows]
+    return [[re.sub(r"<span.*?</span>", "", cell).strip() for cell in row] for row in cells]
+
+
+# Algorithm 1 on the SPEC's worked examples: prev = [4, 4] and prev = [1, 5].
+POINTS_TABLE = [
+    ["matches the consensus", "+2", "+2"],
+    ["1 level off", "0", "+1"],
+    ["2 levels off", "-1", "0"],
+    ["3 levels off", "-2", "–"],
+    ["4 levels off", "-2", "–"],
+]
+
+
+def test_the_introduction_explains_game_points_with_a_table(client, tutorial):
+    client.force_login(rater())
+    html = body(client.get(reverse("annotators:intro")))
+    assert points_rows(html) == POINTS_TABLE
+    assert "the game divides your distance from it by a factor that grows with their disagreement" in unescape(html)
+
+
+def test_the_first_game_feedback_explains_game_points_and_the_next_does_not(client):
+    for _ in range(2):
+        CaptionPairFactory(pool=Pool.GAME, primes=[4.0, 4.0])
+    user = rater(RaterState.GAME)
+    client.force_login(user)
+    _, first = rate(client, user, "game", 3)
+    assert points_rows(body(client.get(first["Location"]))) == POINTS_TABLE
+    _, second = rate(client, user, "game", 3)
+    assert "How game points work" not in body(client.get(second["Location"]))
 
 
 def test_first_rater_of_a_pair_is_told_so(client):
@@ -576,6 +628,32 @@ def test_personal_page_shows_record_and_saves_display_name(client):
     client.post(reverse("annotators:me"), {"display_name": "  Grace  ", "on_leaderboard": "on"})
     profile = RaterProfile.objects.get(user=user)
     assert (profile.display_name, profile.on_leaderboard) == ("Grace", True)
+
+
+def test_a_failed_window_leaves_its_ratings_on_the_personal_page_as_excluded_and_says_why(client):
+    CaptionPairFactory(pool=Pool.GAME)
+    ProbationPairFactory(expert_rating=3)
+    user = rater(RaterState.GAME, window_count=19, window_points=20, game_score=20)
+    earlier = [CaptionPairFactory(pool=Pool.GAME) for _ in range(19)]
+    for pair in earlier:
+        # The window's first 19 ratings, as the game stored them (in their pairs' aggregates too).
+        rating_make(rater=user, pair=pair, value=3, submitted_at=timezone.now() - timedelta(minutes=5))
+    CaptionPair.objects.filter(pk__in=[pair.pk for pair in earlier]).update(human_count=1, human_sum=3, human_sumsq=9)
+    staff_excluded = CaptionPairFactory(pool=Pool.GAME)
+    rating_make(rater=user, pair=staff_excluded, value=2, excluded=True, excluded_reason="a duplicate account")
+    client.force_login(user)
+    _, response = rate(client, user, "game", 3)  # the 20th: 20 of the 25 points needed, the window fails
+    assert "Qualification failed" in body(client.get(response["Location"]))
+    page = unescape(body(client.get(reverse("annotators:me"))))
+    assert re.search(r'Game ratings that count</dt><dd id="stat-ratings">0<', page)
+    assert re.search(r'Game ratings excluded</dt><dd id="stat-excluded">21<', page)
+    listed = re.sub(r"\s+", " ", re.search(r'<ul class="excluded-list" id="excluded-list">(.*?)</ul>', page, re.S)[1])
+    assert (
+        "<strong>20 ratings</strong> from a qualification window that failed: your first 20 game ratings after "
+        "entering the game scored fewer than the 25 points needed" in listed
+    )
+    assert "<strong>1 rating</strong> excluded: a duplicate account." in listed
+    assert Rating.objects.filter(rater=user, excluded=True).count() == 21
 
 
 # --- Every page: lang, one <main>, labelled controls ------------------------------------------

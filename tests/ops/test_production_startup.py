@@ -30,7 +30,7 @@ from django.conf import settings as django_settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from annotators.competency.jobs import competency_refresh_request
-from annotators.models import AnalysisStatus, CompetencyAnalysis, RaterProfile
+from annotators.models import CompetencyAnalysis, RaterProfile
 from ratinggame.models import ImportJob
 from ratinggame.pairs.jobs import import_job_start
 from scoring.export.jobs import export_job_start
@@ -134,7 +134,7 @@ def test_default_worker_runs_exports_and_analyses_and_beat_feeds_it(env, broker,
             "competency analysis finished",
             worker_log,
         )
-        assert done.status == AnalysisStatus.DONE, done.error
+        assert done.status == CompetencyAnalysis.Status.DONE, done.error
         assert done.n_raters == len(world.raters) and done.wright_map_svg.startswith("<svg")
 
         # Beat, with the competency check due every second: it lists the project's schedule and

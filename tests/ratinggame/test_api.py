@@ -158,10 +158,10 @@ def test_a_script_signs_up_and_plays_tutorial_then_game_through_the_api():
         "/api/game/submit", {"assignment_id": served["assignment_id"], "value": 4}, format="json"
     ).json()
     # First human rating of a primed pair: scored against the primes (2, 4) -> consensus 3.
-    assert feedback["stage"] == "game" and feedback["reference"] == 3
+    assert feedback["stage"] == "game" and feedback["reference"] == 3 and feedback["already_rated"] is False
     assert feedback["window"] == {"count": 1, "points": feedback["points"], "size": 20, "needed": 25}
     again = client.get(f"/api/game/feedback/{served['assignment_id']}").json()
-    assert again == feedback
+    assert again == {key: value for key, value in feedback.items() if key != "already_rated"}
     game_step = client.get("/api/game/step").json()["game"]
     assert game_step["ratings"] == 1 and game_step["window"]["count"] == 1
     assert Rating.objects.filter(rater__username="bot").count() == 4
@@ -196,15 +196,15 @@ def test_a_submission_with_next_answers_the_feedback_and_the_next_pair_in_one_re
     body = answer.json()
     # The feedback as a plain submission answers it, and the next pair as POST next serves it:
     # only what a rater may see before rating it.
-    assert {key: value for key, value in body.items() if key != "next"} == client.get(
+    assert {key: value for key, value in body.items() if key not in {"next", "already_rated"}} == client.get(
         f"/api/game/feedback/{served['assignment_id']}"
     ).json()
     following = body["next"]
     assert set(following) == SERVED_KEYS
     assert following["stage"] == "game" and following["pair_id"] != served["pair_id"]
     assert client.post("/api/game/next", format="json").json() == following  # the open assignment
-    # Submitted again: the first feedback, and the same open pair.
-    assert client.post("/api/game/submit", submission, format="json").json() == body
+    # Submitted again: the first feedback, marked as already rated, and the same open pair.
+    assert client.post("/api/game/submit", submission, format="json").json() == {**body, "already_rated": True}
     # Nothing left after the last pair.
     last = {"assignment_id": following["assignment_id"], "value": 2, "next": True}
     assert client.post("/api/game/submit", last, format="json").json()["next"] is None
@@ -213,6 +213,20 @@ def test_a_submission_with_next_answers_the_feedback_and_the_next_pair_in_one_re
     assert (refused.status_code, error_of(refused)["code"]) == (400, "invalid")
     plain = client.post("/api/game/submit", {**last, "next": False}, format="json").json()
     assert "next" not in plain and plain["assignment_id"] == following["assignment_id"]
+
+
+def test_a_second_submission_of_a_rated_pair_answers_the_stored_rating_and_says_it_was_not_taken():
+    pair = CaptionPairFactory(pool=Pool.GAME, primes=[4.0, 4.0])
+    client = token_client(annotator(state=RaterState.GAME))
+    served = client.post("/api/game/next", format="json").json()
+    # Two tabs (or scripts) rating the same assignment: the first value is stored.
+    first = client.post("/api/game/submit", {"assignment_id": served["assignment_id"], "value": 4}, format="json")
+    second = client.post("/api/game/submit", {"assignment_id": served["assignment_id"], "value": 1}, format="json")
+    assert first.status_code == second.status_code == 200
+    assert first.json()["already_rated"] is False
+    # The second answer is the first one's feedback (rating 4, 2 points), flagged: its 1 was not taken.
+    assert second.json() == {**first.json(), "already_rated": True}
+    assert list(Rating.objects.filter(pair=pair).values_list("value", flat=True)) == [4]
 
 
 def test_token_requests_see_a_role_change_at_once():

@@ -74,6 +74,7 @@ GET_TABLE = {
     "play/feedback/<int:assignment_id>/": (LOGIN, 200, REDIRECT, REDIRECT),
     "play/feedback/<int:assignment_id>/dispute/": (LOGIN, 405, 405, 405),
     "play/report/": (LOGIN, 405, 405, 405),
+    "play/skip/": (LOGIN, 405, 405, 405),
     # --- Accounts (Django's views; the log-in page is behind the log-in limiter).
     "accounts/login/": PUBLIC,
     "accounts/logout/": (405, 405, 405, 405),
@@ -115,6 +116,7 @@ GET_TABLE = {
     "api/game/consent": API_GAME_WRITE_ONLY,
     "api/game/next": API_GAME_WRITE_ONLY,
     "api/game/submit": API_GAME_WRITE_ONLY,
+    "api/game/skip": API_GAME_WRITE_ONLY,
     # The admin may play, but this assignment is the annotator's: not_yours.
     "api/game/feedback/<int:assignment_id>": (401, 200, 403, 403),
     "api/pairs/": API_RESEARCH,
@@ -126,6 +128,7 @@ GET_TABLE = {
     "api/exports/": API_RESEARCH,
     "api/exports/<int:pk>/": API_RESEARCH,
     "api/exports/<int:pk>/download": API_RESEARCH,
+    "api/progress/": API_RESEARCH,
     "api/admin/raters/": API_ADMIN,
     "api/admin/raters/<int:profile_id>/": API_ADMIN,
     "api/admin/raters/<int:profile_id>/suspend": API_ADMIN_WRITE_ONLY,
@@ -452,7 +455,7 @@ def test_every_write_route_answers_each_role_as_the_table_says(role, world):
     assert RaterAction.objects.filter(action__in=["suspend", "reinstate", "send_to_probation"]).count() == 0
     assert ExportJob.objects.count() == 1
     after = row_counts()
-    for label in ("ratinggame.Assignment", "sessions.Session", "admin.LogEntry", "annotators.RaterProfile"):
+    for label in ("ratinggame.Assignment", "ratinggame.Session", "admin.LogEntry", "annotators.RaterProfile"):
         assert after.pop(label, 0) >= before.pop(label, 0), label
     assert after == before
 

@@ -12,7 +12,7 @@ from annotators.scale import LEVELS
 from ratinggame.demo import content as demo_content
 from ratinggame.demo.crowd import COMPETENCIES, GAME_RATINGS_EACH
 from ratinggame.demo.loader import DEMO_PRIME_IDENTITY
-from ratinggame.models import CaptionPair, Image, Pool, PrimingStatus, Rating
+from ratinggame.models import Assignment, CaptionPair, Image, Pool, PrimingStatus, Rating, game_ratings
 from scoring.models import ModelRating
 from tests.ratinggame.journey_helpers import Clock, assert_pairs_consistent, rate_next, rater
 
@@ -34,6 +34,12 @@ def test_demo_has_tutorial_probation_and_game_pairs(settings):
     assert probation.count() == 60
     assert sorted(probation.values_list("expert_rating", flat=True)) == sorted([1, 2, 3, 4, 5] * 12)
     assert CaptionPair.objects.filter(pool=Pool.GAME).count() == len(demo_content.GAME) >= 40
+    # The control pairs are the VICR validation study's shape: five images, one caption per level.
+    controls = CaptionPair.objects.filter(pool=Pool.CONTROL)
+    assert controls.count() == 25 and controls.values("image").distinct().count() == 5
+    for image_id in controls.values_list("image", flat=True).distinct():
+        assert sorted(controls.filter(image_id=image_id).values_list("expert_rating", flat=True)) == [1, 2, 3, 4, 5]
+    assert set(controls.values_list("priming_status", flat=True)) == {PrimingStatus.NOT_NEEDED}
     teaching = CaptionPair.objects.exclude(pool=Pool.GAME)
     assert not teaching.filter(expert_rating__isnull=True).exists()
     assert not teaching.filter(explanation="").exists()
@@ -53,6 +59,18 @@ def test_demo_has_tutorial_probation_and_game_pairs(settings):
         assert any(run in explanation for run in runs), pair.caption
     tutorial_order = list(CaptionPair.objects.filter(pool=Pool.TUTORIAL).order_by("display_order"))
     assert [p.caption for p in tutorial_order] == [item["caption"] for item in demo_content.TUTORIAL]
+
+
+def test_the_demo_guide_has_an_example_per_level_on_images_the_tutorial_does_not_show(settings):
+    run_demo(settings)
+    guide = CaptionPair.objects.filter(pool=Pool.GUIDE)
+    assert sorted(guide.values_list("expert_rating", flat=True)) == [1, 2, 3, 4, 5]
+    # Its examples give no tutorial answer away, and they are only shown: never primed, served or rated.
+    tutorial_images = set(CaptionPair.objects.filter(pool=Pool.TUTORIAL).values_list("image_id", flat=True))
+    assert not tutorial_images & set(guide.values_list("image_id", flat=True))
+    assert set(guide.values_list("priming_status", flat=True)) == {PrimingStatus.NOT_NEEDED}
+    assert not ModelRating.objects.filter(pair__pool=Pool.GUIDE).exists()
+    assert not Assignment.objects.filter(pair__pool=Pool.GUIDE).exists()  # the demo crowd has played
 
 
 def test_demo_images_are_real_photographs_stored_once(settings):
@@ -102,6 +120,8 @@ def test_no_demo_accounts_outside_demo_mode(settings):
 
 
 def written_level(pair: CaptionPair) -> int:
+    if pair.pool == Pool.CONTROL:  # a control pair met in the game: its expert rating
+        return pair.expert_rating
     return next(item["level"] for item in demo_content.GAME if item["caption"] == pair.caption)
 
 
@@ -138,8 +158,8 @@ def test_the_demo_crowd_has_played_and_cannot_log_in(settings):
     for profile in crowd:
         assert not profile.user.has_usable_password()
         assert profile.tutorial_score is not None
-    game_ratings = Rating.objects.filter(stage=Pool.GAME, rater__username__startswith="crowd")
-    assert game_ratings.count() == len(COMPETENCIES) * GAME_RATINGS_EACH
+    played = Rating.objects.filter(game_ratings(), rater__username__startswith="crowd")
+    assert played.count() == len(COMPETENCIES) * GAME_RATINGS_EACH
     # Some pairs are validated (3 or more ratings) and many are left for the people trying it.
     game = CaptionPair.objects.filter(pool=Pool.GAME)
     assert game.filter(human_count__gte=3).count() >= 10

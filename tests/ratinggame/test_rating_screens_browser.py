@@ -155,13 +155,17 @@ def test_two_failed_probation_rounds_show_forty_different_pairs(live_server, chr
 
 def test_a_reported_pair_is_skipped_and_no_longer_served(live_server, chromium_path, fast, settings):
     settings.RATINGGAME = {**settings.RATINGGAME, "REPORTS_TO_WITHDRAW": 1}
-    reported = CaptionPairFactory(image=photo_like_image(20), caption="A broken picture of nothing", primes=[3, 3])
-    kept = CaptionPairFactory(image=photo_like_image(21), caption="A red box on green grass", primes=[3, 3])
+    pairs = [
+        CaptionPairFactory(image=photo_like_image(20), caption="A broken picture of nothing", primes=[3, 3]),
+        CaptionPairFactory(image=photo_like_image(21), caption="A red box on green grass", primes=[3, 3]),
+    ]
     first, second = rater(RaterState.GAME), rater(RaterState.GAME)
     with chromium(chromium_path) as browser:
         page = signed_in(browser, live_server, first, **SIZES["390x844"])
         page.goto(f"{live_server.url}/play/game/")
-        assert reported.caption in page.inner_text("#caption")
+        # Each rater has an order of their own: the pair shown first is the one reported.
+        (reported,) = [pair for pair in pairs if pair.caption in page.inner_text("#caption")]
+        (kept,) = [pair for pair in pairs if pair != reported]
         page.locator("#report summary").tap()
         page.select_option("#report-reason", "broken_image")
         page.fill("#report-text", "Only grey squares")
@@ -254,3 +258,34 @@ def test_the_rating_guide_opens_beside_the_image_with_one_example_per_level(live
         page.screenshot(path=str(ARTIFACTS / "guide-side-panel-1280x720.png"))
         page.keyboard.press("Escape")
         guide.wait_for(state="hidden")
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_skip_this_pair_by_button_or_key_shows_the_next_pair_and_never_the_skipped_one(
+    live_server, chromium_path, fast, size
+):
+    captions = ["A red box on green grass", "A yellow sun in a blue sky", "Grey clouds over a field"]
+    for index, caption in enumerate(captions):
+        CaptionPairFactory(image=photo_like_image(40 + index), caption=caption, primes=[3.0, 3.0])
+    user = rater(RaterState.GAME, game_serves=29)  # the next serve is the 30th: one skip earned
+    with chromium(chromium_path) as browser:
+        page = signed_in(browser, live_server, user, **SIZES[size])
+        page.goto(f"{live_server.url}/play/game/")
+        seen = [page.inner_text("#caption").split("\n")[-1].strip()]
+        assert page.locator("#skip-pair").is_visible()
+        assert not inside_viewport(page, "#skip-pair")
+        if size == "1280x720":
+            page.keyboard.press("s")
+        else:
+            page.locator("#skip-pair").tap()
+        page.wait_for_selector(".messages")
+        assert "Skipped: no rating, no points" in page.inner_text(".messages")
+        seen.append(page.inner_text("#caption").split("\n")[-1].strip())
+        page.screenshot(path=str(ARTIFACTS / f"skipped-{size}.png"))
+        assert seen[1] != seen[0]
+        # The limit: the next skip is refused with the reason, and the pair stays on screen.
+        page.locator("#skip-pair").click()
+        page.wait_for_selector(".messages")
+        assert "skipped as many pairs as you may" in page.inner_text(".messages")
+        assert page.inner_text("#caption").split("\n")[-1].strip() == seen[1]
+    assert not Rating.objects.exists()

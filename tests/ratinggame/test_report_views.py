@@ -4,9 +4,10 @@ import re
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from annotators.models import RaterState
-from ratinggame.models import CaptionPair, PairReport, Rating
+from ratinggame.models import Assignment, CaptionPair, PairReport, Rating
 from tests.factories import UserFactory
 from tests.ratinggame.journey_helpers import FAST_HASHERS, game_pairs, rater, tutorial_pairs
 
@@ -26,10 +27,12 @@ def open_assignment(client, stage: str) -> int:
 
 
 def test_a_game_report_skips_to_the_next_pair_and_goes_to_the_staff_queue(client):
-    reported, other = game_pairs(2)
+    pairs = game_pairs(2)
     user = rater(RaterState.GAME)
     client.force_login(user)
     assignment_id = open_assignment(client, "game")
+    reported = Assignment.objects.get(pk=assignment_id).pair  # each rater meets the pairs in an order of their own
+    (other,) = [pair for pair in pairs if pair != reported]
     response = client.post(
         reverse("pair_report"), {"assignment": assignment_id, "reason": "other", "text": "The caption is in Latin."}
     )
@@ -70,6 +73,48 @@ def test_a_report_without_a_reason_is_refused_with_a_message(client):
     assert "The report was not sent" in client.get(response["Location"]).content.decode()
     response = client.post(reverse("pair_report"), {"assignment": assignment_id, "reason": "other"})
     assert "Say in a few words" in client.get(response["Location"]).content.decode()
+    assert not PairReport.objects.exists()
+
+
+def test_a_refused_report_comes_back_open_with_the_reason_and_details_given(client):
+    (pair,) = game_pairs(1)
+    client.force_login(rater(RaterState.GAME))
+    assignment_id = open_assignment(client, "game")
+    response = client.post(reverse("pair_report"), {"assignment": assignment_id, "reason": "other", "text": "  "})
+    page = client.get(response["Location"]).content.decode()
+    details = re.search(r'<details class="report" id="report"( open)?>(.*?)</details>', page, re.S)
+    assert details.group(1) == " open"
+    # The message is beside the form, inside the open details, not at the top of the page.
+    assert "The report was not sent. Say in a few words what is wrong with the pair." in details.group(2)
+    assert 'class="messages"' not in page
+    assert '<option value="other" selected>' in details.group(2)
+    assert pair.caption in page  # the same pair, still open
+
+    # Without a reason, the details typed are kept, and the reason is asked for.
+    response = client.post(reverse("pair_report"), {"assignment": assignment_id, "reason": "", "text": "Blurry"})
+    page = client.get(response["Location"]).content.decode()
+    assert "The report was not sent. Choose what is wrong with the pair." in page
+    assert re.search(r'<input type="text" id="report-text"[^>]* value="Blurry"', page)
+    assert " selected>" not in page
+    # Read once: the next visit shows the form closed and empty again.
+    page = client.get(response["Location"]).content.decode()
+    assert '<details class="report" id="report">' in page and "The report was not sent" not in page
+    assert not PairReport.objects.exists()
+
+
+def test_a_report_refused_because_the_pair_has_gone_says_so_above_the_next_pair(client):
+    pairs = game_pairs(2)
+    user = rater(RaterState.GAME)
+    client.force_login(user)
+    assignment_id = open_assignment(client, "game")
+    Assignment.objects.filter(pk=assignment_id).update(expires_at=timezone.now())
+    gone = Assignment.objects.get(pk=assignment_id).pair
+    (now_open,) = [pair for pair in pairs if pair != gone]
+    response = client.post(reverse("pair_report"), {"assignment": assignment_id, "reason": "offensive"})
+    page = client.get(response["Location"]).content.decode()
+    assert "This pair is no longer open: the report was not filed." in page.split('id="rating-form"')[0]
+    assert now_open.caption in page and gone.caption not in page
+    assert '<details class="report" id="report">' in page  # the pair on screen now has no report of its own
     assert not PairReport.objects.exists()
 
 

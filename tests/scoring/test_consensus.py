@@ -7,11 +7,12 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from scoring.consensus import (
-    aggregate_stats,
     consensus_from_aggregates,
     consensus_rating,
     player_score,
     player_score_from_aggregates,
+    points_by_levels_off,
+    points_table,
     tutorial_points,
 )
 
@@ -51,6 +52,24 @@ def test_spec_example_two_fours(rating, expected):
 def test_spec_example_one_and_five(rating, expected):
     # prev = [1, 5]: r = 3, variance 4, v = 2; d = 0.5 and 1.0 sit exactly on thresholds.
     assert player_score(rating, [1, 5]) == expected
+
+
+def test_the_points_table_shown_to_players_is_the_spec_worked_examples():
+    table = {row["off"]: (row["agreeing"], row["split"]) for row in points_table()}
+    # prev = [4, 4] (SPEC 3): x = 4, 3, 2, 1 score 2, 0, -1, -2; prev = [1, 5]: x = 3, 4, 5 score 2, 1, 0.
+    assert table == {0: (2, 2), 1: (0, 1), 2: (-1, 0), 3: (-2, None), 4: (-2, None)}
+
+
+@pytest.mark.parametrize("count", range(1, 7))
+def test_the_points_table_holds_for_every_number_of_ratings_before_the_players(count):
+    # The game's cap (3 to 7 ratings) leaves 1 to 6 ratings before a player's: the table shown to
+    # players, computed on two of them, is what any of those counts scores, at either end of the scale.
+    table = points_table()
+    for level in (1, 5):
+        assert points_by_levels_off([level] * count) == {row["off"]: row["agreeing"] for row in table}
+    if count % 2 == 0:
+        split = points_by_levels_off([1] * (count // 2) + [5] * (count // 2))
+        assert split == {row["off"]: row["split"] for row in table if row["split"] is not None}
 
 
 def test_consensus_rounds_half_up():
@@ -107,13 +126,6 @@ def test_primes_mixed_with_human_ratings():
     assert consensus_rating([4, 3.2]) == 4
     assert player_score(3, [4, 3.2]) == 0
     assert player_score(4, [4, 3.2]) == 2
-
-
-def test_aggregate_stats_hand_computed():
-    # [1, 2, 3, 4]: mean 2.5, population variance (2.25 + 0.25 + 0.25 + 2.25) / 4 = 1.25.
-    assert aggregate_stats(4, 10, 30) == (2.5, 1.25)
-    with pytest.raises(ValueError):
-        aggregate_stats(0, 0, 0)
 
 
 @pytest.mark.parametrize(("rating", "truth", "expected"), [(3, 3, 2), (3, 5, 0), (5, 3, 0), (1, 5, -2), (4, 5, 1)])
@@ -214,13 +226,6 @@ def test_float_noise_in_a_prime_does_not_flip_a_score_threshold():
     assert (count, total, total_sq) == (2, 6.0, 26.0)
     assert player_score(1, previous) == player_score_from_aggregates(1, count, total, total_sq) == 0
     assert player_score(1, [5, 1]) == 0  # the whole-number pair it stands for: d = 2 / 2 = 1 scores 0
-
-
-@given(human_lists)
-def test_aggregate_stats_match_exact_mean_and_variance(previous):
-    mean, variance = aggregate_stats(*running_aggregates(previous))
-    assert mean == pytest.approx(float(Fraction(sum(previous), len(previous))))
-    assert variance == pytest.approx(float(exact_variance(previous)), abs=1e-12)
 
 
 @given(ratings, ratings)

@@ -1,6 +1,7 @@
 """The researchers' export pages: who may see them, starting an export, progress, download."""
 
 import io
+import re
 import zipfile
 
 import pytest
@@ -155,3 +156,16 @@ def test_an_unreachable_queue_fails_the_job_visibly(
     job = ExportJob.objects.get()
     assert job.status == ExportJob.Status.FAILED and "broker down" in job.error
     assert "broker down" in client.get(reverse("scoring:research")).content.decode()
+
+
+def test_a_failed_export_says_why_without_a_stalled_bar(client, researcher):
+    ExportJob.objects.create(
+        status=ExportJob.Status.FAILED,
+        progress=0.45,
+        progress_message="Failed",
+        error="The export failed on the server (MemoryError).",
+    )
+    page = client.get(reverse("scoring:research")).content.decode()
+    assert "Failed: The export failed on the server (MemoryError)." in page
+    assert "Failed: Failed" not in page
+    assert re.search(r"<progress [^>]*hidden>", page)  # no bar that looks as if it were still going

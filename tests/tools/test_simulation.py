@@ -15,7 +15,9 @@ from rest_framework.authtoken.models import Token
 from scipy import stats
 
 from annotators.models import RaterProfile
+from ratinggame.game.rating import shown_stage
 from ratinggame.models import CaptionPair, Pool, PrimingStatus, Rating
+from tests.conftest import FULL_TESTS
 from tests.ratinggame.api_helpers import researcher
 from tests.ratinggame.journey_helpers import FAST_HASHERS
 from tools.simulator import crowd as simulation
@@ -161,7 +163,9 @@ def assert_played_as_acknowledged(result, *, raters: int, pairs: int) -> None:
     assert report["ratings_by_stage"]["tutorial"] == 10 * raters
     game_pairs = set(CaptionPair.objects.filter(pool=Pool.GAME).values_list("id", flat=True))
     assert len(game_pairs) == pairs
-    assert {a.pair_id for a in result.acks if a.stage == "game"} <= game_pairs
+    controls = set(CaptionPair.objects.filter(pool=Pool.CONTROL).values_list("id", flat=True))
+    assert len(controls) == 25  # the setup's control pairs, met in the game as game pairs
+    assert {a.pair_id for a in result.acks if a.stage == "game"} <= game_pairs | controls
     assert all(a.truth == result.truths[a.pair_id] for a in result.acks)
     # The game score correlated is the server's (the simulator keeps the last feedback's total).
     scores = dict(RaterProfile.objects.values_list("user_id", "game_score"))
@@ -202,10 +206,12 @@ def test_setup_uploads_pairs_through_the_api_and_raters_rate_around_their_qualit
     )
     result = crowd_simulate(config)
 
-    # 10 tutorial and 20 probation pairs (the pools were empty) and 5 game pairs, through the API,
-    # with the qualities the setup drew: the expert ratings of the teaching pairs.
+    # 10 tutorial, 20 probation and 25 control pairs (the pools were empty) and 5 game pairs, through
+    # the API, with the qualities the setup drew: the expert ratings of those pairs.
     experts = dict(CaptionPair.objects.exclude(pool=Pool.GAME).values_list("id", "expert_rating"))
-    assert len(experts) == 30 and all(result.truths[pair_id] == expert for pair_id, expert in experts.items())
+    assert len(experts) == 55 and all(result.truths[pair_id] == expert for pair_id, expert in experts.items())
+    controls = CaptionPair.objects.filter(pool=Pool.CONTROL).values_list("expert_rating", flat=True)
+    assert sorted(controls) == sorted([1, 2, 3, 4, 5] * 5)
     game = CaptionPair.objects.filter(pool=Pool.GAME)
     assert game.count() == 5 and sorted(result.truths[p.pk] for p in game) == [1, 2, 3, 4, 5]
     assert result.report["truth_source"] == "setup"
@@ -219,8 +225,61 @@ def test_setup_uploads_pairs_through_the_api_and_raters_rate_around_their_qualit
 
 
 def stored_ratings() -> dict[int, tuple]:
-    return {r.pk: (r.assignment_id, r.pair_id, r.stage, r.value) for r in Rating.objects.all()}
+    """As the raters were shown them: a control pair's rating is a game rating to its rater."""
+    return {r.pk: (r.assignment_id, r.pair_id, shown_stage(r.stage), r.value) for r in Rating.objects.all()}
 
 
 def acknowledged(acks) -> dict[int, tuple]:
     return {a.rating_id: (a.assignment_id, a.pair_id, a.stage, a.value) for a in acks}
+
+
+# --- Quality control over HTTP: raters who turn bad once qualified (SPEC 2.5) -----------------
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.django_db(transaction=True)
+def test_the_drift_rule_sends_back_raters_who_turn_bad_and_the_straight_liner_ends_below_every_honest_rater(
+    live_server, fast_server, settings
+):
+    """Honest raters of a VICR-like crowd (competencies 0.3 to 1), one straight-liner and one random
+    clicker who rate well until they qualify and then always 3 / at random, on the real server.
+    Full size (CI): the default control rate and drift rule, 200 game ratings each. Locally a
+    smaller rule (a control every 4 serves, a window of 6) over 50 ratings."""
+    from annotators.services import leaderboard
+
+    if not FULL_TESTS:
+        settings.RATINGGAME = {**settings.RATINGGAME, "CONTROL_EVERY": 4, "DRIFT_WINDOW": 6}
+    share, pairs, honest = (200, 240, 4) if FULL_TESTS else (50, 60, 2)
+    token = Token.objects.create(user=researcher()).key
+    config = CrowdConfig(
+        server=live_server.url,
+        raters=honest,
+        pairs=pairs,
+        seed=SEED,
+        concurrency=_concurrency(),
+        admin_token=token,
+        setup=True,
+        share=share,
+        retry_seconds=5,
+        competency_range=(0.3, 1.0),
+        straight_liners=1,
+        random_clickers=1,
+        max_probation_rounds=1,
+    )
+    result = crowd_simulate(config, after_setup=prime_like_a_model)
+    print(format_report(result.report))
+    assert result.report["errors"] == {} and result.report["gave_up"] == {}
+    by_kind = {}
+    for outcome in result.outcomes:
+        by_kind.setdefault(outcome.rater.kind, []).append(outcome)
+    for kind in ("straight_liner", "random_clicker"):
+        (bad,) = by_kind[kind]
+        assert bad.qualified and bad.drifts == 1, (kind, bad)
+        assert RaterProfile.objects.get(user_id=bad.user_id).state == "probation"
+    assert all(o.drifts == 0 for o in by_kind["honest"])
+    # The leaderboard (everyone shown): the straight-liner below every honest rater.
+    RaterProfile.objects.update(on_leaderboard=True)
+    board = {row["profile_id"]: row["points"] for row in leaderboard(limit=100)}
+    score = {o.user_id: board.get(RaterProfile.objects.get(user_id=o.user_id).pk, 0) for o in result.outcomes}
+    (liner,) = by_kind["straight_liner"]
+    assert all(score[o.user_id] > score[liner.user_id] for o in by_kind["honest"]), score

@@ -11,6 +11,11 @@ probation pair is its expert rating (read through the researcher API when a toke
 of a game pair the simulator created itself (``--setup``), the quality it assigned; of any
 other pair, a hash of the pair id and the seed (:func:`true_quality`).
 
+Beside the honest raters, a run may add raters who turn bad once they qualified (SPEC 2.5's
+drift): ``straight_liners`` always answer 3 and ``random_clickers`` answer uniformly at random
+from the moment their qualification window passed; before it they rate like the best honest
+rater. They are not in the competency correlations.
+
 Raters sign up (``POST /api/auth/signup``, which answers a token), consent, and play the
 tutorial, probation where they fail, and the game, through ``/api/game/*``, exactly as a
 script would. The server's delay is honoured: a rating is sent no earlier than
@@ -20,8 +25,8 @@ after its share of scored game ratings (pairs x RATINGS_PER_PAIR / raters), when
 runs dry, or after ``max_probation_rounds`` failed probation rounds.
 
 The share counts the game ratings behind the rater's current game score: a failed
-qualification window resets the score to 0 and excludes its ratings, so it resets the count
-too. Every rater that finishes its share then has a score made of the same number of
+qualification window (or the drift rule) resets the score to 0 and excludes ratings, so it
+resets the count too. Every rater that finishes its share then has a score made of the same number of
 ratings, and the score ranks competency rather than luck in the first window. With the
 count kept across a reset instead, an offline replay of the game's rules (12 raters x 300
 pairs, 100 ratings each, 200 seeds) gave Spearman rho below 0.8 in 15% of the runs; with the
@@ -87,13 +92,13 @@ def true_quality(pair_id: int, seed: int) -> int:
     return 1 + int.from_bytes(digest[:8], "big") % 5
 
 
-def competencies(raters: int, seed: int) -> list[float]:
-    """Evenly spread competencies (i + 0.5) / n, in an order shuffled by the seed.
+def competencies(raters: int, seed: int, low: float = 0.0, high: float = 1.0) -> list[float]:
+    """Evenly spread competencies low + (high - low) (i + 0.5) / n, in an order shuffled by the seed.
 
     Even spacing, not random draws, so that every run has the same spread to recover; the
     shuffle keeps competency independent of sign-up order.
     """
-    values = [(index + 0.5) / raters for index in range(raters)]
+    values = [low + (high - low) * (index + 0.5) / raters for index in range(raters)]
     random.Random(seed).shuffle(values)
     return values
 
@@ -116,6 +121,14 @@ def game_share(pairs: int, raters: int) -> int:
     return max(1, math.ceil(pairs * RATINGS_PER_PAIR / raters))
 
 
+def rating_of(outcome: "RaterOutcome", truth: int, rng: np.random.Generator) -> int:
+    """The rating this rater gives a pair of true quality ``truth`` now."""
+    rater = outcome.rater
+    if rater.kind != HONEST and outcome.qualified:
+        return 3 if rater.kind == STRAIGHT else int(rng.integers(1, 6))
+    return simulated_rating(truth, rater.competency, rng)
+
+
 # --- Configuration and records ----------------------------------------------------------------
 
 
@@ -133,15 +146,22 @@ class CrowdConfig:
     retry_seconds: float = 60.0  # how long a transient failure is retried before giving up
     share: int | None = None  # game ratings per rater; default game_share(pairs, raters)
     tag: str | None = None  # distinguishes this run's usernames and captions; default random
+    competency_range: tuple[float, float] = (0.0, 1.0)  # where the honest raters' competencies lie
+    straight_liners: int = 0  # raters who answer 3 once qualified
+    random_clickers: int = 0  # raters who answer at random once qualified
 
     def game_share(self) -> int:
         return self.share if self.share is not None else game_share(self.pairs, self.raters)
+
+
+HONEST, STRAIGHT, RANDOM = "honest", "straight_liner", "random_clicker"
 
 
 @dataclass(frozen=True)
 class SimRater:
     index: int
     competency: float
+    kind: str = HONEST  # once qualified, a straight-liner answers 3 and a random clicker at random
 
 
 @dataclass(frozen=True)
@@ -172,6 +192,8 @@ class RaterOutcome:
     game_score: int = 0
     probation_failed: int = 0
     windows_failed: int = 0
+    drifts: int = 0  # sent back to probation by the drift rule
+    qualified: bool = False  # a qualification window passed
     last_stage: str = ""
     ended: str = ""
 
@@ -375,7 +397,7 @@ class Crowd:
             truth = self.truth_of(pair_id)
             occurrences[pair_id] += 1
             rng = rating_rng(config.seed, outcome.rater.index, pair_id, occurrences[pair_id])
-            value = simulated_rating(truth, outcome.rater.competency, rng)
+            value = rating_of(outcome, truth, rng)
             # The server's delay, counted from when its answer arrived: never early on its clock.
             delay = (_parse_time(served["min_submit_at"]) - _parse_time(served["served_at"])).total_seconds()
             await asyncio.sleep(max(0.0, received + delay - time.perf_counter()))
@@ -402,9 +424,12 @@ class Crowd:
                 outcome.game_ratings += 1
                 outcome.scored_ratings += 1
                 outcome.game_score = feedback["stage_total"]  # 0 after a failed window
-            if feedback["transition"] == "window_failed":
-                outcome.windows_failed += 1
-                outcome.scored_ratings = 0  # the window's ratings are excluded, its points gone
+            if feedback["transition"] == "window_passed":
+                outcome.qualified = True
+            if feedback["transition"] in ("window_failed", "drift"):
+                outcome.windows_failed += feedback["transition"] == "window_failed"
+                outcome.drifts += feedback["transition"] == "drift"
+                outcome.scored_ratings = 0  # ratings excluded, their points gone
             if feedback["transition"] == "probation_failed":
                 outcome.probation_failed += 1
                 if outcome.probation_failed >= config.max_probation_rounds:
@@ -455,9 +480,12 @@ class Crowd:
     async def play_all(self, timings: dict[str, float]) -> list[RaterOutcome]:
         config = self.config
         limiter = asyncio.Semaphore(config.concurrency or config.raters)
-        outcomes = [
-            RaterOutcome(SimRater(index, competency))
-            for index, competency in enumerate(competencies(config.raters, config.seed))
+        honest = competencies(config.raters, config.seed, *config.competency_range)
+        bad = [STRAIGHT] * config.straight_liners + [RANDOM] * config.random_clickers
+        outcomes = [RaterOutcome(SimRater(index, competency)) for index, competency in enumerate(honest)]
+        outcomes += [
+            RaterOutcome(SimRater(len(honest) + index, max(honest, default=1.0), kind))
+            for index, kind in enumerate(bad)
         ]
         async with self._client() as http:
             sessions = [Session(http, limiter, self.recorder, retry_seconds=config.retry_seconds) for _ in outcomes]

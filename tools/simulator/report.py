@@ -78,8 +78,10 @@ def build_report(*, config, share: int, truth_source: str, outcomes: list, recor
         by_stage[ack.stage] = by_stage.get(ack.stage, 0) + 1
     game = [(a.rater, a.pair_id, a.value, a.truth) for a in acks if a.stage == "game"]
     abilities, converged = pcm_abilities(len(outcomes), game)
-    competency = [o.rater.competency for o in outcomes]
-    scores = [float(o.game_score) for o in outcomes]
+    # The correlations are about honest raters: the others' competency is not what they rate with.
+    honest = [o.rater.kind == "honest" for o in outcomes]
+    competency = [o.rater.competency if h else None for o, h in zip(outcomes, honest, strict=True)]
+    scores = [float(o.game_score) if h else None for o, h in zip(outcomes, honest, strict=True)]
     play_seconds = timings.get("play_done", 0.0) - timings.get("signup_done", 0.0)
     ended: dict[str, int] = {}
     for outcome in outcomes:
@@ -104,13 +106,16 @@ def build_report(*, config, share: int, truth_source: str, outcomes: list, recor
         "throughput_ratings_per_s": round(len(acks) / play_seconds, 2) if play_seconds > 0 else None,
         "latency": {kind: latency_summary(values) for kind, values in sorted(recorder.latencies.items())},
         "spearman_game_score": spearman(scores, competency),
-        "spearman_pcm": spearman([a if a is not None else math.nan for a in abilities], competency),
+        "spearman_pcm": spearman(
+            [a if a is not None and h else math.nan for a, h in zip(abilities, honest, strict=True)], competency
+        ),
         "pcm_converged": converged,
         "rater_details": [
             {
                 "index": o.rater.index,
                 "username": o.username,
                 "user_id": o.user_id,
+                "kind": o.rater.kind,
                 "competency": round(o.rater.competency, 4),
                 "game_ratings": o.game_ratings,
                 "scored_ratings": o.scored_ratings,
@@ -118,6 +123,7 @@ def build_report(*, config, share: int, truth_source: str, outcomes: list, recor
                 "pcm_competency": None if ability is None else round(ability, 4),
                 "probation_rounds_failed": o.probation_failed,
                 "windows_failed": o.windows_failed,
+                "drifts": o.drifts,
                 "last_stage": o.last_stage,
                 "ended": o.ended,
             }
@@ -156,12 +162,15 @@ def format_report(report: dict) -> str:
         f"Spearman rho, game score vs true competency:     {_rho(report['spearman_game_score'])}",
         f"Spearman rho, PCM competency vs true competency: {_rho(report['spearman_pcm'])}",
         "",
-        f"{'rater':>5} {'competency':>10} {'game':>5} {'score':>6} {'PCM':>8} {'prob.fail':>9} {'win.fail':>8}  ended",
+        f"{'rater':>5} {'competency':>10} {'game':>5} {'score':>6} {'PCM':>8} {'prob.fail':>9} {'win.fail':>8} "
+        f"{'drift':>5}  ended",
     ]
-    for rater in sorted(report["rater_details"], key=lambda r: r["competency"]):
+    for rater in sorted(report["rater_details"], key=lambda r: (r["kind"] != "honest", r["competency"])):
         pcm = "-" if rater["pcm_competency"] is None else f"{rater['pcm_competency']:.2f}"
+        kind = "" if rater["kind"] == "honest" else f" ({rater['kind']})"
         lines.append(
             f"{rater['index']:>5} {rater['competency']:>10.3f} {rater['game_ratings']:>5} {rater['game_score']:>6} "
-            f"{pcm:>8} {rater['probation_rounds_failed']:>9} {rater['windows_failed']:>8}  {rater['ended']}"
+            f"{pcm:>8} {rater['probation_rounds_failed']:>9} {rater['windows_failed']:>8} {rater['drifts']:>5}  "
+            f"{rater['ended']}{kind}"
         )
     return "\n".join(lines)

@@ -1,11 +1,11 @@
 """Pairs for the crowd simulator, through the researcher API only (``--setup``).
 
 ``pairs_setup`` uploads, with ``POST /api/pairs/import`` (a CSV manifest and a zip of
-synthetic PNG images), the 10 tutorial and 20 probation pairs when the server has none of
-them, and ``pairs`` new game pairs. Every pair gets a true quality (balanced over 1..5,
+synthetic PNG images), the 10 tutorial, 20 probation and 25 control pairs when the server has
+none of them, and ``pairs`` new game pairs. Every pair gets a true quality (balanced over 1..5,
 shuffled by the seed): the expert rating of tutorial and probation pairs, the hidden quality
 the simulated raters rate around for game pairs. ``expert_ratings`` reads the expert ratings
-of the tutorial and probation pairs already on the server (``GET /api/pairs/?pool=...``).
+of the tutorial, probation and control pairs already on the server (``GET /api/pairs/?pool=...``).
 
 No Django import: this is a client of the API.
 """
@@ -21,6 +21,8 @@ from PIL import Image
 
 TUTORIAL_PAIRS = 10
 PROBATION_PAIRS = 20
+CONTROL_PAIRS = 25  # the VICR validation study's 25: five per level
+EXPERT_POOLS = (("tutorial", TUTORIAL_PAIRS), ("probation", PROBATION_PAIRS), ("control", CONTROL_PAIRS))
 SETUP_TIMEOUT = 300.0  # seconds: importing thousands of pairs is one request (or one job)
 JOB_POLL_SECONDS = 1.0
 PAGE_SIZE = 500  # the API's largest page
@@ -122,12 +124,12 @@ async def pool_pairs(session, pool: str) -> list[dict]:
 
 
 async def pairs_setup(session, *, pairs: int, seed: int, tag: str) -> dict[int, int]:
-    """Tutorial and probation pools (only where the server has none) and ``pairs`` game pairs.
+    """Tutorial, probation and control pools (only where the server has none) and ``pairs`` game pairs.
 
     Returns pair id -> true quality of every pair created.
     """
     truths: dict[int, int] = {}
-    for pool, size in (("tutorial", TUTORIAL_PAIRS), ("probation", PROBATION_PAIRS)):
+    for pool, size in EXPERT_POOLS:
         if not await pool_pairs(session, pool):
             truths.update(await pool_upload(session, pool=pool, qualities=balanced_qualities(size, seed), tag=tag))
     truths.update(await pool_upload(session, pool="game", qualities=balanced_qualities(pairs, seed), tag=tag))
@@ -135,9 +137,9 @@ async def pairs_setup(session, *, pairs: int, seed: int, tag: str) -> dict[int, 
 
 
 async def expert_ratings(session) -> dict[int, int]:
-    """Pair id -> expert rating of every tutorial and probation pair on the server."""
+    """Pair id -> expert rating of every tutorial, probation and control pair on the server."""
     ratings: dict[int, int] = {}
-    for pool in ("tutorial", "probation"):
+    for pool, _ in EXPERT_POOLS:
         for pair in await pool_pairs(session, pool):
             if pair.get("expert_rating") is not None:
                 ratings[pair["id"]] = pair["expert_rating"]

@@ -49,6 +49,12 @@ class Command(BaseCommand):
         parser.add_argument("--admin-token", default=None, help="A researcher's or admin's API token.")
         parser.add_argument("--setup", action="store_true", help="Create the pairs through the API first.")
         parser.add_argument("--max-probation-rounds", type=_positive_int, default=2)
+        parser.add_argument(
+            "--straight-liners", type=int, default=0, help="Raters who answer 3 once they qualified (beside --raters)."
+        )
+        parser.add_argument(
+            "--random-clickers", type=int, default=0, help="Raters who answer at random once they qualified."
+        )
         parser.add_argument("--retry-seconds", type=float, default=60.0, help="How long to retry a failing call.")
         parser.add_argument("--json", action="store_true", help="Print the report as JSON.")
 
@@ -66,6 +72,8 @@ class Command(BaseCommand):
             setup=options["setup"],
             max_probation_rounds=options["max_probation_rounds"],
             retry_seconds=options["retry_seconds"],
+            straight_liners=max(0, options["straight_liners"]),
+            random_clickers=max(0, options["random_clickers"]),
         )
         try:
             result = crowd_simulate(config)

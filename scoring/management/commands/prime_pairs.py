@@ -99,7 +99,7 @@ class Command(BaseCommand):
         except ScorerLoadError as exc:
             raise CommandError(f"the priming model could not be loaded (no pair was changed): {exc}") from exc
         for scorer in scorers:
-            self.stdout.write(f"{scorer.metric.label}: {scorer.identity}")
+            self.stdout.write(f"{scorer.label}: {scorer.identity}")
 
         include_failed = not options["pending_only"]
         ids = list(CaptionPair.objects.filter(claimable(include_failed)).order_by("pk").values_list("pk", flat=True))

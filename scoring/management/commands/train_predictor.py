@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from scoring.priming.model_vicr import train_from_db
+from scoring.priming.model_vicr_training import train_from_db
 
 
 class Command(BaseCommand):

@@ -11,7 +11,7 @@ from scipy.stats import spearmanr
 
 from annotators.competency.analysis import build_responses
 from annotators.competency.jobs import competency_refresh_due, competency_refresh_request, latest_competency_summary
-from annotators.models import AnalysisStatus, CompetencyAnalysis, RaterState
+from annotators.models import CompetencyAnalysis, RaterState
 from annotators.tasks import maybe_refresh_competency, refresh_competency
 from tests.celery_broker import celery_sending_to
 from tests.factories import (
@@ -107,7 +107,7 @@ def test_analysis_end_to_end_ranks_simulated_raters(client, image, django_captur
     with django_capture_on_commit_callbacks(execute=True):
         analysis = competency_refresh_request()
     analysis.refresh_from_db()
-    assert analysis.status == AnalysisStatus.DONE, analysis.error
+    assert analysis.status == CompetencyAnalysis.Status.DONE, analysis.error
     assert (analysis.n_raters, analysis.n_items, analysis.n_responses) == (
         N_RATERS,
         N_GAME + N_TUTORIAL,
@@ -152,7 +152,7 @@ def test_analysis_end_to_end_ranks_simulated_raters(client, image, django_captur
     assert "DS accuracy" in page and f"{quality[-1]:.0%}" in page
     assert "<td>+0.17</td>" in page
     for value in ability:
-        assert f"<td>{value:.2f}</td>" in page
+        assert f'<td class="more">{value:.2f}</td>' in page  # the competency column
 
 
 def test_no_summary_before_an_analysis():
@@ -163,7 +163,7 @@ def test_analysis_without_ratings_fails_with_a_reason(django_capture_on_commit_c
     with django_capture_on_commit_callbacks(execute=True):
         analysis = competency_refresh_request()
     analysis.refresh_from_db()
-    assert analysis.status == AnalysisStatus.FAILED
+    assert analysis.status == CompetencyAnalysis.Status.FAILED
     assert "nothing to analyse" in analysis.error
     assert latest_competency_summary() is None
 
@@ -172,11 +172,11 @@ def test_refresh_task_in_eager_mode_runs_once(image):
     simulate(image, seed=7)
     analysis = CompetencyAnalysis.objects.create()
     result = refresh_competency.delay(analysis.pk)
-    assert result.get() == AnalysisStatus.DONE
+    assert result.get() == CompetencyAnalysis.Status.DONE
     # A redelivered message finds the analysis claimed and does nothing.
     assert refresh_competency.delay(analysis.pk).get() == "skipped"
     analysis.refresh_from_db()
-    assert analysis.status == AnalysisStatus.DONE
+    assert analysis.status == CompetencyAnalysis.Status.DONE
 
 
 def test_refresh_task_declares_its_queue_acks_late_and_time_limits():
@@ -217,7 +217,7 @@ def test_periodic_check_starts_an_analysis_after_every_n_game_ratings(
         analysis_id = maybe_refresh_competency.delay().get()
     analysis = CompetencyAnalysis.objects.get(pk=analysis_id)
     assert analysis.game_ratings_count == 5
-    assert analysis.status == AnalysisStatus.DONE, analysis.error
+    assert analysis.status == CompetencyAnalysis.Status.DONE, analysis.error
 
     # Nothing new since: no second analysis; one more rating is not enough either.
     assert maybe_refresh_competency.delay().get() is None
@@ -227,7 +227,7 @@ def test_periodic_check_starts_an_analysis_after_every_n_game_ratings(
 
 
 def test_a_request_while_one_is_pending_returns_that_one():
-    first = CompetencyAnalysis.objects.create(status=AnalysisStatus.PENDING)
+    first = CompetencyAnalysis.objects.create(status=CompetencyAnalysis.Status.QUEUED)
     assert competency_refresh_request().pk == first.pk
     assert CompetencyAnalysis.objects.count() == 1
 
@@ -249,7 +249,7 @@ def test_refresh_with_the_broker_down_says_so_and_blocks_nothing(client):
         response = client.post(reverse("staff:competency_refresh"))
     assert response.status_code == 302
     analysis = CompetencyAnalysis.objects.get()
-    assert analysis.status == AnalysisStatus.FAILED
+    assert analysis.status == CompetencyAnalysis.Status.FAILED
     assert analysis.started_at is None and analysis.finished_at is not None
     assert "Could not queue the analysis" in analysis.error
     page = client.get(response["Location"]).content.decode()
@@ -263,7 +263,8 @@ def test_refresh_with_the_broker_down_says_so_and_blocks_nothing(client):
     assert again.pk != analysis.pk
     again.refresh_from_db()
     assert again.started_at is not None
-    assert again.status == AnalysisStatus.FAILED and "nothing to analyse" in again.error  # it ran: no ratings yet
+    # It ran: no ratings yet.
+    assert again.status == CompetencyAnalysis.Status.FAILED and "nothing to analyse" in again.error
     assert not competency_refresh_due()  # a run that ran counts: a data problem waits for new ratings
 
 
@@ -276,7 +277,7 @@ def test_the_periodic_check_retries_an_analysis_the_broker_never_got(
         lost_id = maybe_refresh_competency()  # the beat's task, run by a worker while Redis is down
     assert lost_id is not None
     lost = CompetencyAnalysis.objects.get(pk=lost_id)
-    assert (lost.status, lost.started_at) == (AnalysisStatus.FAILED, None)
+    assert (lost.status, lost.started_at) == (CompetencyAnalysis.Status.FAILED, None)
 
     # No new rating since, yet the next check asks again, and this time the analysis runs.
     with django_capture_on_commit_callbacks(execute=True):
@@ -288,7 +289,7 @@ def test_the_periodic_check_retries_an_analysis_the_broker_never_got(
 
 def test_a_running_analysis_is_stale_an_hour_after_it_started_not_after_it_was_requested():
     long_ago = timezone.now() - timedelta(hours=3)
-    running = CompetencyAnalysis.objects.create(status=AnalysisStatus.RUNNING)
+    running = CompetencyAnalysis.objects.create(status=CompetencyAnalysis.Status.RUNNING)
     CompetencyAnalysis.objects.filter(pk=running.pk).update(created_at=long_ago, started_at=timezone.now())
     # Queued for hours, started a moment ago: still running, a new request waits for it.
     assert competency_refresh_request().pk == running.pk

@@ -31,7 +31,16 @@ DEFAULT_FLAGS = {
     "PRIME_COPIER_SHARE": 0.8,
     "PRIME_COPIER_MARGIN": 0.25,
     "LOW_AGREEMENT_RATE": 0.7,
+    "CONTROL_MIN_RATINGS": 10,
+    "CONTROL_AGREEMENT": 1.2,
+    "SKIP_SHARE": 0.08,
 }
+
+
+def test_the_documented_defaults_are_the_registry_s():
+    from annotators.competency.flag_rules import threshold_defaults
+
+    assert threshold_defaults() == DEFAULT_FLAGS
 
 
 @pytest.fixture(autouse=True)
@@ -319,3 +328,63 @@ def test_flag_thresholds_come_from_settings(settings, probation_pairs):
     assert "speeder" in rater_statistics()[0].flags
     settings.RATINGGAME_FLAGS = {**DEFAULT_FLAGS, "SPEEDER_MEDIAN_SECONDS": 4.0}
     assert "speeder" not in rater_statistics()[0].flags
+
+
+# --- Control agreement and skips (SPEC 2.5 and 5) ----------------------------------------------
+
+
+def test_control_agreement_overall_and_as_the_drift_rule_reads_it(settings):
+    """12 control ratings: the first four (before the rater last entered the game) agree 0; the
+    eight since agree 2 except two exact-1s. Overall (2*6 + 1*2) / 12; the drift rule's view,
+    the latest 15 since the entry, is the eight since: 14 / 8."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tests.factories import ControlPairFactory
+
+    settings.RATINGGAME = {**settings.RATINGGAME, "DRIFT_WINDOW": 15}
+    profile = RaterProfileFactory(state="game")
+    controls = [ControlPairFactory(expert_rating=3) for _ in range(12)]
+    start = timezone.now() - timedelta(days=1)
+    for index, (pair, value) in enumerate(zip(controls, [1] * 4 + [3] * 6 + [4, 2], strict=True)):
+        rating_record(
+            rater=profile.user, pair=pair, value=value, reference=3, submitted_at=start + timedelta(minutes=index)
+        )
+    profile.game_entered_at = start + timedelta(minutes=3, seconds=30)
+    profile.save()
+    stats = rater_statistics([profile.pk])[0]
+    assert (stats.control_ratings, stats.control_agreement) == (12, pytest.approx(14 / 12))
+    assert (stats.control_recent, stats.control_recent_agreement) == (8, pytest.approx(14 / 8))
+    assert "low_control_agreement" not in stats.flags
+    # Ten straight-lined controls with experts at 1 and 5: the flag is raised.
+    liner = RaterProfileFactory(state="game")
+    for level in [1, 5] * 5:
+        rating_record(rater=liner.user, pair=ControlPairFactory(expert_rating=level), value=3, reference=level)
+    stats = rater_statistics([liner.pk])[0]
+    assert (stats.control_ratings, stats.control_agreement) == (10, 0.0)
+    assert "low_control_agreement" in stats.flags
+
+
+def test_skips_are_counted_against_game_serves_and_a_frequent_skipper_is_flagged(image):
+    from django.utils import timezone
+
+    from ratinggame.models import Assignment
+
+    skipper = RaterProfileFactory(state="game", game_serves=50)
+    careful = RaterProfileFactory(state="game", game_serves=50)
+    now = timezone.now()
+    for profile, skipped in ((skipper, 5), (careful, 1)):
+        for _ in range(skipped):
+            Assignment.objects.create(
+                rater=profile.user,
+                pair=CaptionPairFactory(image=image),
+                stage="game",
+                served_at=now,
+                expires_at=now,
+                skipped_at=now,
+            )
+    stats = by_profile(rater_statistics([skipper.pk, careful.pk]))
+    assert (stats[skipper.pk].skips, stats[skipper.pk].skip_share) == (5, 0.1)
+    assert "skipper" in stats[skipper.pk].flags
+    assert (stats[careful.pk].skips, "skipper" in stats[careful.pk].flags) == (1, False)

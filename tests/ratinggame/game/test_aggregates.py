@@ -105,7 +105,8 @@ def test_a_rater_holding_a_slot_cannot_be_deleted_with_it(staff_client):
 
 
 def drift(pair: CaptionPair) -> None:
-    """What an admin edit used to do: a rating changed, one excluded, one deleted, around the services."""
+    """Rows changed around the services (an edit in a database shell, say): a rating changed, one
+    excluded, one deleted."""
     first, second, third = Rating.objects.filter(pair=pair).order_by("id")
     Rating.objects.filter(pk=first.pk).update(value=1)
     Rating.objects.filter(pk=second.pk).update(excluded=True)

@@ -3,12 +3,12 @@
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from annotators.models import RaterState
 from ratinggame import game
-from ratinggame.game.assignment import assign_rank_for, claim_query
+from ratinggame.game.assignment import assign_rank_for, game_pair_claim
 from ratinggame.models import AssignRank
 from ratinggame.tasks import release_expired_assignments
 from tests.ratinggame.journey_helpers import (
@@ -160,21 +160,29 @@ def test_the_periodic_task_gives_expired_slots_back():
     assert_pairs_consistent()
 
 
-def test_next_pair_query_reads_the_rank_index_on_postgresql(require_postgres):
-    """The claim query can be answered from the partial rank index and the (rater, pair) index.
+def test_the_claim_reads_the_serving_order_index_once_per_probe_on_postgresql(require_postgres):
+    """The claim can be answered from the partial serving-order index and the (rater, pair) index.
 
     Sequential scans are switched off so that the plan shows whether the indexes fit the
-    query at all (on a few rows the planner would rightly prefer a scan).
+    statement at all (on a few rows the planner would rightly prefer a scan). The probes after
+    the first one that finds a pair are never run, and only what is found is locked.
     """
+    from ratinggame.game.assignment import claim_statement_and_params, order_start
+
     pairs = game_pairs(3)
     user = rater(RaterState.GAME)
-    with connection.cursor() as cursor:
+    with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")
-    query = claim_query(rater=user)[:1]
-    plan = query.explain()
-    assert "pair_assign_rank_idx" in plan
+        sql, params = claim_statement_and_params(user.pk, order_start(user.rater.order_seed, 0), None)
+        cursor.execute("EXPLAIN (ANALYZE, FORMAT TEXT) " + sql, params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        transaction.set_rollback(True)
+    assert "pair_serving_order_idx" in plan
     assert "assignment_game_once" in plan
     assert "Sort" not in plan  # the index order is the serving order: no sort of the pool
     assert "LockRows" in plan  # the row comes back locked (FOR UPDATE SKIP LOCKED)
-    assert "random" not in str(query.query).lower()
-    assert list(query) == [pairs[0]]
+    assert "never executed" in plan  # the probes after the one that found a pair
+    assert "random" not in sql.lower()
+    with transaction.atomic():
+        claimed = game_pair_claim(rater_id=user.pk, start=order_start(user.rater.order_seed, 0))
+        assert claimed[0].id in {pair.pk for pair in pairs}

@@ -14,6 +14,7 @@ from ratinggame.game.aggregates import in_force, pair_aggregates_recompute, rati
 from ratinggame.game.assignment import assignments_release_expired
 from ratinggame.models import Assignment, CaptionPair, Pool, Rating
 from scoring.consensus import player_score
+from tests.factories import CaptionPairFactory
 from tests.ratinggame.journey_helpers import (
     FAST_HASHERS,
     T0,
@@ -291,6 +292,14 @@ def test_whole_journey_tutorial_probation_window_failed_and_passed():
 # --- Serving is reload-safe -----------------------------------------------------------------
 
 
+def test_rating_guide_examples_are_never_served():
+    for level in (1, 2, 3, 4, 5):
+        CaptionPairFactory(pool=Pool.GUIDE, expert_rating=level, explanation="why", primes=[3.0, 3.0])
+    for state in (RaterState.TUTORIAL, RaterState.PROBATION, RaterState.GAME):
+        assert game.pair_serve(rater=rater(state), now=T0) is None, state
+    assert not Assignment.objects.exists()
+
+
 def test_serving_again_returns_the_open_assignment_with_its_served_time():
     game_pairs(3)
     user, clock = rater(RaterState.GAME), Clock()
@@ -322,17 +331,17 @@ def submit_next(user, served: game.Served, value: int, now) -> game.Feedback:
 
 
 def test_a_game_submission_with_serve_next_stores_the_rating_and_opens_the_next_pair():
-    first_pair, second_pair, _ = game_pairs(3, primes=[2.0, 4.0])
+    pairs = game_pairs(3, primes=[2.0, 4.0])
     user, clock = rater(RaterState.GAME), Clock()
     served = game.pair_serve(rater=user, now=clock.now)
     feedback = submit_next(user, served, 4, clock.tick(WAIT))
 
     # The feedback is the one a plain submission gives (scored against the primes 2 and 4).
-    assert (feedback.pair_id, feedback.reference, feedback.points) == (first_pair.pk, 3, player_score(4, [2.0, 4.0]))
+    assert (feedback.pair_id, feedback.reference, feedback.points) == (served.pair_id, 3, player_score(4, [2.0, 4.0]))
     assert feedback == replace(game.feedback_for(rater=user, assignment_id=served.assignment_id), next=feedback.next)
     # The next pair is served as of the submission: a new pair, its own 3-second floor.
     following = feedback.next
-    assert following.pair_id == second_pair.pk
+    assert following.pair_id in {pair.pk for pair in pairs} - {served.pair_id}
     assert (following.stage, following.served_at) == ("game", clock.now)
     assert following.min_submit_at == clock.now + timedelta(seconds=3)
     # It is the rater's one open assignment: serving again answers it unchanged.
@@ -350,7 +359,7 @@ def test_submitting_twice_with_serve_next_shows_the_first_feedback_and_the_same_
     served = game.pair_serve(rater=user, now=clock.now)
     first = submit_next(user, served, 3, clock.tick(WAIT))
     again = submit_next(user, served, 5, clock.tick(10))
-    assert again == first
+    assert again == replace(first, already_rated=True)  # the 5 is not taken
     assert Rating.objects.filter(rater=user).count() == 1
     assert Assignment.objects.filter(rater=user).count() == 2
     assert_pairs_consistent()
@@ -439,7 +448,8 @@ def test_submitting_twice_returns_the_first_feedback_and_stores_one_rating():
     user, clock = rater(RaterState.GAME), Clock()
     served, first = rate_next(user, 4, clock)
     second = game.rating_submit(rater=user, assignment_id=served.assignment_id, value=1, now=clock.tick(10))
-    assert second == first
+    assert not first.already_rated
+    assert second == replace(first, already_rated=True)  # the 1 is not taken, and the answer says so
     assert (second.value, second.points) == (4, 2)
     assert Rating.objects.count() == 1
     pair.refresh_from_db()
@@ -454,7 +464,8 @@ def test_the_last_tutorial_rating_submitted_again_after_the_stage_changed_shows_
     user, clock = rater(), Clock()
     served, first = rate_next(user, 3, clock)
     assert first.transition == "tutorial_passed"
-    assert game.rating_submit(rater=user, assignment_id=served.assignment_id, value=3, now=clock.now) == first
+    again = game.rating_submit(rater=user, assignment_id=served.assignment_id, value=3, now=clock.now)
+    assert again == replace(first, already_rated=True)
 
 
 def test_someone_elses_assignment_is_refused():

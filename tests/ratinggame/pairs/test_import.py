@@ -9,7 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from PIL import Image as PILImage
 
-from ratinggame.models import CaptionPair, Image, Pool
+from ratinggame.models import CaptionPair, Image, Pool, PrimingStatus
 from tests.factories import png_bytes
 
 pytestmark = pytest.mark.django_db
@@ -76,6 +76,19 @@ def test_jsonl_manifest_with_tutorial_rows(tmp_path, folder):
     assert [p.expert_rating for p in pairs] == [5, 2]
     assert all(p.pool == Pool.TUTORIAL for p in pairs)
     assert pairs[0].display_order < pairs[1].display_order
+
+
+def test_rating_guide_examples_are_imported_as_guide_pairs_that_are_never_primed(tmp_path, folder):
+    manifest = write_csv(
+        tmp_path,
+        "image,caption,expert_rating,explanation,pool\n"
+        "ok1.png,a red square on grey,3,The square is right but not where it is.,guide\n"
+        "ok2.png,a game pair,,,game\n",
+    )
+    run_import(manifest, folder)
+    example = CaptionPair.objects.get(pool=Pool.GUIDE)
+    assert (example.caption, example.expert_rating) == ("a red square on grey", 3)
+    assert example.priming_status == PrimingStatus.NOT_NEEDED
 
 
 def test_dry_run_writes_nothing(tmp_path, folder):
@@ -162,6 +175,9 @@ def test_image_over_byte_limit(tmp_path, folder, settings):
         ("ok1.png,a caption,coco,,,,arena", "unknown pool 'arena'"),
         ("ok1.png,a caption,coco,,,,tutorial", "tutorial pairs need an expert_rating"),
         ("ok1.png,a caption,coco,,4,,probation", "probation pairs need an explanation"),
+        ("ok1.png,a caption,coco,,,why,control", "control pairs need an expert_rating"),
+        ("ok1.png,a caption,coco,,,,guide", "guide pairs need an expert_rating"),
+        ("ok1.png,a caption,coco,,2,,guide", "guide pairs need an explanation"),
         ("ok1.png,a caption,coco,,,,,", "has 8 fields, the header has 7"),
     ],
 )
@@ -174,6 +190,22 @@ def test_bad_rows_are_named_with_reason(tmp_path, folder, row, expected):
     message = import_error(manifest, folder)
     assert "row 3" in message
     assert expected in message
+
+
+def test_control_pairs_are_imported_with_their_expert_rating_and_an_optional_explanation(tmp_path, folder):
+    manifest = write_csv(
+        tmp_path,
+        "image,caption,expert_rating,explanation,pool\n"
+        "ok1.png,a red square on grey,4,Placed but no event,control\n"
+        "ok2.png,a cat,1,,control\n",
+    )
+    out, _ = run_import(manifest, folder)
+    assert "Imported 2 pair(s)" in out
+    controls = CaptionPair.objects.filter(pool=Pool.CONTROL).order_by("expert_rating")
+    assert [(p.expert_rating, p.explanation) for p in controls] == [(1, ""), (4, "Placed but no event")]
+    # Never primed, never in the serving order of game pairs.
+    assert set(controls.values_list("priming_status", flat=True)) == {PrimingStatus.NOT_NEEDED}
+    assert not CaptionPair.objects.game().exists()
 
 
 def test_duplicate_rows_in_manifest(tmp_path, folder):

@@ -118,3 +118,24 @@ def test_an_annotator_cannot_import(client):
     client.force_login(annotator())
     answer = client.post(reverse("pairs_import"), {"manifest": manifest("image,caption\na.png,x\n")})
     assert answer.status_code == 403 and not ImportJob.objects.exists()
+
+
+def test_a_failed_import_says_why_in_words_without_a_stalled_bar(signed_in, monkeypatch):
+    """The rows were checked (80% done) and writing them failed: the page says why, not "Failed:
+    Failed" beside a bar stopped at 80%."""
+    from ratinggame.pairs import jobs
+
+    def checked_then_broken(*, progress, **options):
+        progress(0.8, "Writing the pairs")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(jobs, "import_manifest", checked_then_broken)
+    text = "image,caption\na.png,a red square\n"
+    answer = signed_in.post(reverse("pairs_import"), {"manifest": manifest(text), "images": [images_zip(["a.png"])]})
+    job = ImportJob.objects.get()
+    assert (job.status, job.progress) == (ImportJob.Status.FAILED, 0.8)
+    page = signed_in.get(answer["Location"]).content.decode()
+    reason = "Failed: The import failed on the server (OSError); nothing was imported."
+    assert reason in page and 'role="alert"' in page
+    assert "Failed: Failed" not in page and "<progress" not in page
+    assert reason in signed_in.get(reverse("pairs_import")).content.decode()  # the list of imports too

@@ -22,7 +22,7 @@ from django.utils import timezone
 from scipy import stats
 
 from annotators.competency.jobs import competency_analysis_run
-from annotators.models import AnalysisStatus, CompetencyAnalysis, RaterProfile
+from annotators.models import CompetencyAnalysis, RaterProfile
 from ratinggame.models import CaptionPair, Pool, Rating
 from scoring.agreement import virtual_rater_report
 from scoring.export.bundle import CALIBRATED_DIGITS, PAIR_COLUMNS, RATING_COLUMNS, RAW_SCORE_DIGITS, export_build
@@ -457,6 +457,7 @@ def test_a_new_export_replaces_the_old_bundle_only(world, tmp_path):
     assert names == {
         "pairs.csv",
         "ratings.csv",
+        "control_ratings.csv",
         "statistics.json",
         "report.html",
         "datasheet.md",
@@ -464,6 +465,8 @@ def test_a_new_export_replaces_the_old_bundle_only(world, tmp_path):
         "manifest.json",
         "notes.txt",
         *splits,
+        "polaris/README.md",
+        *(f"polaris/data/{split}.parquet" for split in ("train", "validation", "test")),
     }
     assert "notes.txt" not in json.loads((out / "manifest.json").read_text())["files"]
 
@@ -626,7 +629,7 @@ def competency_run(world) -> CompetencyAnalysis:
     for index, user in enumerate(world.raters):
         RaterProfile.objects.create(user=user, state="game", tutorial_score=10 + index)
     analysis = CompetencyAnalysis.objects.create()
-    assert competency_analysis_run(analysis_id=analysis.pk) == AnalysisStatus.DONE
+    assert competency_analysis_run(analysis_id=analysis.pk) == CompetencyAnalysis.Status.DONE
     analysis.refresh_from_db()
     return analysis
 
@@ -728,7 +731,7 @@ def test_a_job_records_when_it_started(world):
 
 def test_a_fit_that_did_not_converge_is_flagged_in_the_report_and_datasheet(world, tmp_path):
     CompetencyAnalysis.objects.create(
-        status=AnalysisStatus.DONE,
+        status=CompetencyAnalysis.Status.DONE,
         finished_at=timezone.now(),
         details={"converged": False, "game_items": 3, "tutorial_items": 0, "probation_items": 0},
         regression={"n": 8, "too_few": True, "min_raters": 20, "coef_per_10_percent": 0.78, "converged": False},
@@ -815,7 +818,10 @@ def test_the_regression_interval_says_whether_the_paper_lies_inside(world, tmp_p
     regression = {"n": 40, "too_few": False, "min_raters": 20, "coef_per_10_percent": 0.21, "se_per_10_percent": 0.05}
     regression |= {"ci_low_per_10_percent": 0.11, "ci_high_per_10_percent": 0.31, "p_value": 0.001, "converged": True}
     CompetencyAnalysis.objects.create(
-        status=AnalysisStatus.DONE, finished_at=timezone.now(), details={"converged": True}, regression=regression
+        status=CompetencyAnalysis.Status.DONE,
+        finished_at=timezone.now(),
+        details={"converged": True},
+        regression=regression,
     )
     out = tmp_path / "out"
     build(out, formats=("csv",), samples=2, resamples=0)

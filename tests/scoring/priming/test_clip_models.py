@@ -26,6 +26,7 @@ from scoring.priming.clip_checkpoints import load_scorer  # noqa: E402
 from scoring.priming.clip_scorer import encode_text_trimmed  # noqa: E402
 from scoring.priming.clipscore import clip_s, ref_clip_s  # noqa: E402
 from scoring.priming.scorer import ScorerLoadError  # noqa: E402
+from tests.scoring.priming.tiny_clip import embedded  # noqa: E402
 
 TINY = "ratinggame-tiny-clip"
 TINY_CFG = {
@@ -162,7 +163,7 @@ def test_safetensors_file_and_checkpoint_directory_load_the_same_weights(tiny, s
         scorer = load_scorer(f"local-dir:{tiny.directory}", device="cpu")
     images = synthetic_images(2)
     image_features, text_features = reference_embeddings(tiny.pt, images, ["a cat", "a red car"])
-    np.testing.assert_allclose(scorer.encode_images(images), image_features, atol=1e-5)
+    np.testing.assert_allclose(embedded(scorer, images), image_features, atol=1e-5)
     np.testing.assert_allclose(scorer.encode_texts(["a cat", "a red car"]), text_features, atol=1e-5)
 
 
@@ -189,7 +190,7 @@ def test_image_features_reuse_the_embeddings_cached_by_score_pairs(tiny):
     features, errors = scorer.image_features([*items_for(loaders), bad])
     assert calls == [1, 1, 1]
     assert sorted(features) == ["img-a", "img-b", "img-c"] and list(errors) == ["bad"]
-    np.testing.assert_allclose(features["img-b"], scorer.encode_images([synthetic_images(3)[1]])[0], atol=1e-6)
+    np.testing.assert_allclose(features["img-b"], embedded(scorer, [synthetic_images(3)[1]])[0], atol=1e-6)
 
 
 def test_decoding_in_worker_threads_gives_the_same_scores(tiny):
@@ -292,7 +293,7 @@ def test_openai_checkpoints_get_quick_gelu(tiny):
     for name in ("openai-like.pt", "openai-state.pt"):
         scorer = load_scorer(TINY, str(tiny.root / name), device="cpu")
         assert scorer.identity["quick_gelu"] is True
-        np.testing.assert_allclose(scorer.encode_images(images), image_features, atol=1e-5)
+        np.testing.assert_allclose(embedded(scorer, images), image_features, atol=1e-5)
     assert load_scorer(TINY, str(tiny.pt), device="cpu", quick_gelu=True).identity["quick_gelu"] is True
     assert load_scorer(TINY, str(tiny.pt), device="cpu").identity["quick_gelu"] is False
 
@@ -377,10 +378,10 @@ def test_pacs_over_an_openai_base_runs_with_quick_gelu(tiny):
 
     over_openai = load_scorer(TINY, str(tiny.pacs), device="cpu", pacs=True, base=str(tiny.root / "openai-base.pt"))
     assert over_openai.identity["quick_gelu"] is True and over_openai.w == 2.0
-    np.testing.assert_allclose(over_openai.encode_images(images), quick_features, atol=1e-5)
+    np.testing.assert_allclose(embedded(over_openai, images), quick_features, atol=1e-5)
     over_other = load_scorer(TINY, str(tiny.pacs), device="cpu", pacs=True, base=str(tiny.pt))
     assert over_other.identity["quick_gelu"] is False
-    np.testing.assert_allclose(over_other.encode_images(images), plain_features, atol=1e-5)
+    np.testing.assert_allclose(embedded(over_other, images), plain_features, atol=1e-5)
 
 
 def test_pacs_base_and_lora_mistakes_are_clear_errors(tiny):
@@ -403,7 +404,7 @@ def grey_ramp(seed: int = 0) -> np.ndarray:
 
 
 def rgb_of(image) -> np.ndarray:
-    from scoring.priming.images import image_to_rgb
+    from scoring.pictures import image_to_rgb
 
     converted = image_to_rgb(image)
     assert converted.mode == "RGB"
@@ -459,8 +460,8 @@ def test_exif_orientation_is_applied_as_a_browser_does():
 def test_a_16_bit_image_embeds_like_its_8_bit_version(tiny):
     scorer = load_scorer(TINY, str(tiny.pt), device="cpu")
     grey = grey_ramp(3)
-    eight = scorer.encode_images([Image.fromarray(grey)])
-    sixteen = scorer.encode_images([Image.fromarray(grey.astype(np.uint16) * 257)])
+    eight = embedded(scorer, [Image.fromarray(grey)])
+    sixteen = embedded(scorer, [Image.fromarray(grey.astype(np.uint16) * 257)])
     np.testing.assert_allclose(sixteen, eight, atol=1e-6)
     loaders = [lambda: Image.fromarray(grey), lambda: Image.fromarray(grey.astype(np.uint16) * 257)]
     eight_score, sixteen_score = scorer.score_pairs(

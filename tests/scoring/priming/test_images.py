@@ -17,8 +17,9 @@ open_clip = pytest.importorskip("open_clip", reason="open_clip is not installed 
 
 from PIL import Image  # noqa: E402
 
+from scoring.pictures import StoredImage  # noqa: E402
 from scoring.priming.clip_scorer import ClipScorer  # noqa: E402
-from scoring.priming.images import StoredImage, device_decodable  # noqa: E402
+from scoring.priming.images import device_decodable  # noqa: E402
 
 # The issue's agreement goal for embeddings of one image through the two paths.
 MIN_COSINE = 0.999

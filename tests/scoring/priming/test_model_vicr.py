@@ -11,7 +11,7 @@ pytest.importorskip("torch", reason="torch is not installed (the predictor train
 from scipy.stats import kendalltau
 
 from scoring.models import PredictorRun
-from scoring.priming.model_vicr import Dataset, tau_method_a, train_and_record
+from scoring.priming.model_vicr_training import Dataset, tau_method_a, train_and_record
 from scoring.splits import TEST, TRAIN, split_for_image
 
 FAST = {"max_epochs": 150, "patience": 20, "dropout": 0.1}

@@ -36,7 +36,7 @@ def test_importing_with_a_priming_model_but_no_broker_loads_no_model_and_says_ho
             "DJANGO_SETTINGS_MODULE": "ratinggame.settings",
             "RATINGGAME_VAR_DIR": str(tmp_path),
             "MEDIA_ROOT": str(tmp_path / "media"),
-            # A model is configured: before, the import ran the priming task inline and loaded it.
+            # A model is configured: running the priming task inline would load it in this process.
             "RATINGGAME_PRIMING_MODEL": "ViT-B-32",
             "RATINGGAME_PRIMING_PRETRAINED": "openai",
         }

@@ -26,6 +26,7 @@ from annotators.models import RaterState
 from ratinggame.models import CaptionPair, Pool, PrimingStatus
 from ratinggame.pairs.services import pair_create, pairs_created
 from scoring.models import Calibration, ModelRating
+from scoring.pictures import image_loader
 from scoring.priming import runner as prime_runner
 from scoring.priming.clip_metrics import clip_identity
 from scoring.priming.registry import PrimingModels, loaded_models_clear
@@ -34,7 +35,7 @@ from tests.celery_broker import celery_sending_to
 from tests.factories import ImageFactory
 from tests.live_process import QUIET_WORKER, celery_start, process_group_stop
 from tests.ratinggame.journey_helpers import Clock, rate_next, rater
-from tests.scoring.priming.tiny_clip import save_tiny_clip_dir
+from tests.scoring.priming.tiny_clip import embedded, save_tiny_clip_dir
 
 pytestmark = pytest.mark.django_db
 
@@ -179,7 +180,7 @@ def test_without_a_model_new_pairs_wait_visibly_and_are_primed_once_one_is_set(
     for pair in waiting:
         pair.refresh_from_db()
         assert pair.priming_status == PrimingStatus.PENDING and pair.priming_claimed_at is None
-        assert "no priming model configured" in pair.priming_error and "RATINGGAME_PRIMING_MODEL" in pair.priming_error
+        assert "no priming model is configured" in pair.priming_error and "RATINGGAME_" not in pair.priming_error
     assert not ModelRating.objects.exists()
     # A claim left by a worker that died goes back to waiting as well.
     long_ago = timezone.now() - timedelta(seconds=settings.RATINGGAME["PRIMING_STALE_SECONDS"] + 60)
@@ -429,7 +430,7 @@ def plain_clip_s(tiny_dir, pairs: list[CaptionPair]) -> list[float]:
     scorer = load_scorer(str(tiny_dir), device="cpu")
     return [
         s.clip_s
-        for s in scorer.score_pairs([(p.image.sha256, prime_runner.image_loader(p), p.caption, None) for p in pairs])
+        for s in scorer.score_pairs([(p.image.sha256, image_loader(p.image.file), p.caption, None) for p in pairs])
     ]
 
 
@@ -502,7 +503,7 @@ def test_an_active_predictor_takes_slot_2_the_prime_kept_longest(priming):
     assert prime_pairs.delay([p.pk for p in plain + with_refs]).get()["primed"] == 2
 
     def expected_prediction(pair):
-        image = scorer.encode_images([stored_image(pair)])
+        image = embedded(scorer, [stored_image(pair)])
         text = scorer.encode_texts([pair.caption])
         return float(np.clip(predictor.predict(model, predictor.features_from_embeddings(image, text)), 1, 5)[0])
 
@@ -529,7 +530,7 @@ def test_an_inactive_predictor_is_not_used(priming):
 
 
 def stored_image(pair):
-    return prime_runner.image_loader(pair)()
+    return image_loader(pair.image.file)()
 
 
 def test_a_16_bit_image_is_primed_like_its_8_bit_version(priming):

@@ -6,8 +6,11 @@ open_clip_model.safetensors, which `load_scorer(folder)` reads, so a worker subp
 load it from RATINGGAME_PRIMING_MODEL without registering a model config.
 """
 
+import hashlib
 import json
 from pathlib import Path
+
+import numpy as np
 
 TINY_CFG = {
     "embed_dim": 32,
@@ -32,3 +35,15 @@ def save_tiny_clip_dir(directory: Path, seed: int = 0) -> Path:
         {k: v.contiguous() for k, v in model.state_dict().items()}, str(directory / "open_clip_model.safetensors")
     )
     return directory
+
+
+def embedded(scorer, images) -> np.ndarray:
+    """``scorer``'s embeddings of PIL images through the path priming takes (``image_features``),
+    each image keyed by its pixels: an image the scorer has not seen is decoded and encoded."""
+    items = [
+        (hashlib.sha256(image.mode.encode() + str(image.size).encode() + image.tobytes()).hexdigest(), image)
+        for image in images
+    ]
+    features, errors = scorer.image_features([(key, lambda image=image: image, "", None) for key, image in items])
+    assert errors == {}
+    return np.stack([features[key] for key, _ in items])

@@ -1,0 +1,347 @@
+"""The game stage: serving game and control pairs and taking their ratings, the hot path.
+
+The same rules as every stage (``annotators.journey``, Algorithm 1 in ``scoring.consensus``,
+the serving order in ``ratinggame.game.assignment``, the controls in ``ratinggame.game.controls``),
+read and written through the prepared statements of ``ratinggame.game.sql``: the rater's profile
+as a row (locked by the caller, ``rating.py``), the assignment with its pair (the pair locked by
+the same read), the next pair's claim, and every write of the rating and the next serve as one
+statement on PostgreSQL (``sql.write_plan``). Rare turns (the qualification window's last rating,
+a journey ``Transition``) take the ORM as the other stages do.
+
+Control pairs (SPEC 2.5) are served, shown and scored as game pairs: their assignments and
+ratings carry the stage "control" (out of every consensus, cap and export) but everything the
+rater sees says "game", and a control is scored by Algorithm 1 against its expert rating as the
+consensus (``prev = [expert, expert]``).
+"""
+
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from django.conf import settings
+
+from annotators import journey
+from annotators.journey import ControlResult, Transition, Window
+from annotators.models import RaterProfile
+from ratinggame.game import sql
+from ratinggame.game.aggregates import in_force, pair_rating_add
+from ratinggame.game.assignment import game_pair_claim, order_start, pair_rank_refresh
+from ratinggame.game.controls import control_pick, control_results
+from ratinggame.game.results import (
+    Feedback,
+    Served,
+    expired,
+    feedback_shown,
+    not_found,
+    not_yours,
+    too_early,
+)
+from ratinggame.game.sql import AssignmentRow, ImageRow, PairRow, ProfileRow, Write
+from ratinggame.game.transitions import transition_apply
+from ratinggame.models import CaptionPair, Pool, Rating, game_ratings
+from ratinggame.pairs.storage import image_storage
+from scoring.consensus import consensus_from_aggregates, player_score, player_score_from_aggregates
+
+GAME, CONTROL = Pool.GAME.value, Pool.CONTROL.value
+
+
+class Batch:
+    """The writes of one transaction, collected in order and sent together (``sql.write_plan``)."""
+
+    def __init__(self) -> None:
+        self.writes: list[Write] = []
+        self.values: list[tuple] = []
+
+    def add(self, write: Write, *values) -> int:
+        self.writes.append(write)
+        self.values.append(values)
+        return len(self.writes) - 1
+
+    def run(self) -> list[int]:
+        return sql.write_plan(*self.writes).run(self.values)
+
+
+@dataclass
+class NewServe:
+    """A serve added to a batch: the pair and image served, the assignment's place in the batch."""
+
+    stage: str
+    pair: PairRow
+    image: ImageRow
+    served_at: datetime
+    expires_at: datetime
+    insert: int  # the assignment insert's index in the batch
+
+    def served(self, results: list[int]) -> Served:
+        return served_of(results[self.insert], self.stage, self.served_at, self.expires_at, self.pair, self.image)
+
+
+# --- Serving --------------------------------------------------------------------------------------
+
+
+def serve(profile: ProfileRow, now: datetime, *, wait: bool) -> Served | None:
+    """The rater's open game pair (a control's too), or their next one; None when none is free."""
+    latest = sql.latest_game_assignment().fetchone(profile.user_id)
+    avoid_image = None
+    if latest is not None:
+        assignment, pair, image = _split(latest, sql.ASSIGNMENT, sql.PAIR, sql.IMAGE)
+        if assignment.submitted_at is None and assignment.expires_at > now:
+            return served_of(assignment.id, assignment.stage, assignment.served_at, assignment.expires_at, pair, image)
+        avoid_image = pair.image_id
+    batch = Batch()
+    new = serve_new(batch, profile, now, avoid_image=avoid_image, wait=wait)
+    if new is None:
+        return None
+    batch.add(sql.PROFILE_SERVED, profile.game_serves, profile.id)
+    return new.served(batch.run())
+
+
+def serve_new(
+    batch: Batch, profile: ProfileRow, now: datetime, *, avoid_image: int | None, wait: bool = False
+) -> NewServe | None:
+    """The rater's next game serve, added to ``batch``: a control pair when this serve is their
+    block's control (SPEC 2.5), else the next game pair of their order, with the slot it takes
+    (SPEC 5); None when no game pair is free. Counts the serve on ``profile`` (the caller writes it)."""
+    serve_number = profile.game_serves
+    expires_at = now + timedelta(seconds=settings.RATINGGAME["ASSIGNMENT_EXPIRY_SECONDS"])
+    found, stage = None, GAME
+    if journey.control_due(profile.order_seed, serve_number):
+        found, stage = control_pick(rater_id=profile.user_id, seed=profile.order_seed, avoid_image=avoid_image), CONTROL
+    if found is None:
+        start = order_start(profile.order_seed, serve_number)
+        found, stage = game_pair_claim(rater_id=profile.user_id, start=start, avoid_image=avoid_image, wait=wait), GAME
+        if found is None:
+            return None
+        batch.add(sql.PAIR_SLOT_TAKEN, found[0].in_flight, found[0].assign_rank, found[0].id)
+    pair, image = found
+    holds_slot = stage == GAME
+    insert = batch.add(sql.ASSIGNMENT_INSERT, profile.user_id, pair.id, stage, now, expires_at, None, holds_slot)
+    profile.game_serves = serve_number + 1
+    return NewServe(stage, pair, image, now, expires_at, insert)
+
+
+def served_of(
+    assignment_id: int, stage: str, served_at: datetime, expires_at: datetime, pair: PairRow, image: ImageRow
+) -> Served:
+    return Served(
+        assignment_id=assignment_id,
+        pair_id=pair.id,
+        stage=GAME,  # a control is a game pair to the rater
+        image_url=image_storage().url(image.file),
+        image_width=image.width,
+        image_height=image.height,
+        caption=pair.caption,
+        served_at=served_at,
+        min_submit_at=served_at + journey.min_delay(stage),
+        expires_at=expires_at,
+        position=None,
+        total=None,
+        image=image,
+    )
+
+
+# --- Submitting -----------------------------------------------------------------------------------
+
+
+def submit(profile: ProfileRow, assignment_id: int, value: int, now: datetime, *, serve_next: bool) -> Feedback | None:
+    """Store the rating of a game (or control) assignment; the caller holds the profile's lock and
+    checked the step and the value. None when the assignment is another stage's (the caller takes
+    it through the other stages' path, which says why it is refused or shows its stored feedback)."""
+    window_before = Window(count=profile.window_count, points=profile.window_points)
+    # The rated pair is locked by the read of its assignment (after the profile: the one lock
+    # order), except when this rating closes the qualification window: then it is locked with
+    # the window's pairs, in id order (below).
+    read = sql.assignment_with_pair() if window_before.closing else sql.assignment_locking_pair()
+    row = read.fetchone(assignment_id)
+    if row is None:
+        raise not_found()
+    assignment, pair, rating = _split(row, sql.ASSIGNMENT, sql.PAIR, sql.RATING)
+    if assignment.rater_id != profile.user_id:
+        raise not_yours()
+    if assignment.stage not in (GAME, CONTROL):
+        return None  # another stage's pair (rated, or a wrong stage now): the other stages' path says
+    if rating.id is not None:
+        return replace(_feedback_of(rating, assignment), already_rated=True)
+    if now < assignment.served_at + journey.min_delay(assignment.stage):
+        raise too_early(assignment.stage)
+    if now >= assignment.expires_at:
+        raise expired()
+    return _rate(profile, assignment, pair, value, now, window_before, serve_next=serve_next)
+
+
+def _rate(
+    profile: ProfileRow,
+    assignment: AssignmentRow,
+    pair: PairRow,
+    value: int,
+    now: datetime,
+    window_before: Window,
+    *,
+    serve_next: bool,
+) -> Feedback:
+    control = assignment.stage == CONTROL
+    window_rating_ids: list[int] = []
+    if window_before.closing:
+        # This rating closes the qualification window, which may fail and take all of its
+        # pairs out of consensus: lock them all now, in id order, before scoring. Control pairs
+        # have no consensus and are never locked for it.
+        in_window = _window_ratings(profile, window_before.count)
+        window_rating_ids = [rating_id for rating_id, _, _ in in_window]
+        lock_ids = {pair_id for _, pair_id, stage in in_window if stage == GAME}
+        if not control:
+            lock_ids.add(pair.id)
+        locked = CaptionPair.objects.select_for_update().filter(pk__in=sorted(lock_ids)).order_by("id")
+        if not control:
+            pair = sql.PAIR.of(next(found for found in locked if found.pk == pair.id))
+        else:
+            list(locked)
+
+    if control:
+        # SPEC 2.5: scored as a game pair whose two earlier ratings were the expert's.
+        reference = pair.expert_rating
+        points = player_score(value, [reference, reference])
+        first_rater, consensus_of = False, None
+    else:
+        before = in_force(pair)
+        consensus_of = [pair.human_count, before.count - pair.human_count]  # other players, model primes
+        first_rater = before.count == 0
+        points = 0 if first_rater else player_score_from_aggregates(value, before.count, before.total, before.total_sq)
+        reference = consensus_from_aggregates(before.count, before.total)
+        pair.in_flight = max(pair.in_flight - 1, 0)
+        pair_rating_add(pair, value)
+        pair_rank_refresh(pair)
+
+    window = window_before.after(points)
+    transition = window.outcome if window_before.open else None
+    decided = _decided(profile, window, window_before, window_rating_ids, control, value, reference, now)
+    if decided is not None:
+        transition = decided.name
+    profile.game_score = journey.score_after(profile.game_score, points, decided)
+    profile.window_count, profile.window_points = window.count, window.points
+    shown = {
+        "stage_total": profile.game_score,
+        "stage_max": None,
+        "transition": transition,
+        "first_rater": first_rater,
+        "consensus_of": consensus_of,
+        "window": [window.count, window.points],
+        "level": journey.level_for(profile.game_score),
+    }
+
+    batch = Batch()
+    # The assignment turns into a rating (a game pair's gives its slot back: if the slot is gone
+    # already, expired and released to another rater, the rating would overfill the pair).
+    if control:
+        closed = batch.add(sql.CONTROL_ASSIGNMENT_CLOSE, False, now, assignment.id)
+    else:
+        closed = batch.add(sql.GAME_ASSIGNMENT_CLOSE, False, now, assignment.id, True)
+        batch.add(
+            sql.PAIR_RATED,
+            pair.human_count,
+            pair.human_sum,
+            pair.human_sumsq,
+            pair.in_flight,
+            pair.assign_rank,
+            pair.id,
+        )
+    inserted = batch.add(
+        sql.RATING_INSERT,
+        assignment.id,
+        pair.id,
+        profile.user_id,
+        assignment.stage,
+        value,
+        assignment.served_at,
+        now,
+        points,
+        reference,
+        shown,
+        False,
+        "",
+    )
+    new = None
+    if serve_next and decided is None:
+        # The rater's one open game assignment was this one: the next pair is claimed here.
+        # Never waiting for a locked pair while this one is held (the lock order); a miss is
+        # served after the commit, by rating_submit.
+        new = serve_new(batch, profile, now, avoid_image=pair.image_id)
+    batch.add(
+        sql.PROFILE_AFTER_RATING,
+        profile.game_score,
+        profile.window_count,
+        profile.window_points,
+        profile.game_serves,
+        profile.id,
+    )
+    results = batch.run()
+    if not results[closed]:
+        raise expired()  # the caller's transaction rolls back: nothing of this rating is stored
+
+    feedback = feedback_shown(
+        rating_id=results[inserted],
+        assignment_id=assignment.id,
+        pair_id=pair.id,
+        stage=assignment.stage,
+        value=value,
+        points=points,
+        reference=reference,
+        shown=shown,
+    )
+    if decided is not None:
+        transition_apply(
+            profile=RaterProfile.objects.get(pk=profile.id), transition=decided, rating_id=feedback.rating_id
+        )
+    if new is not None:
+        feedback = replace(feedback, next=new.served(results))
+    return feedback
+
+
+def _decided(
+    profile: ProfileRow,
+    window: Window,
+    window_before: Window,
+    window_rating_ids: list[int],
+    control: bool,
+    value: int,
+    reference: int | None,
+    now: datetime,
+) -> Transition | None:
+    """What the journey decides after this game rating: the window's end (SPEC 2.3), else, after
+    a control rating, the drift rule (SPEC 2.5)."""
+    if window_before.open:
+        return journey.window_transition(window, window_rating_ids)
+    if not control:
+        return None
+    latest = ControlResult(submitted_at=now, agreement=journey.control_agreement(value, reference))
+    since = profile.game_entered_at or profile.created_at
+    return journey.drift_transition(control_results(rater_id=profile.user_id, since=since, include=latest), window)
+
+
+def _window_ratings(profile: ProfileRow, count: int) -> list[tuple[int, int, str]]:
+    """(rating id, pair id, stage) of the rater's last ``count`` game ratings of this window
+    (game and control pairs), not excluded."""
+    ratings = Rating.objects.filter(game_ratings(), rater_id=profile.user_id, excluded=False)
+    if profile.game_entered_at is not None:
+        ratings = ratings.filter(submitted_at__gte=profile.game_entered_at)
+    return list(ratings.order_by("-id").values_list("id", "pair_id", "stage")[:count])
+
+
+def _feedback_of(rating: sql.RatingRow, assignment: AssignmentRow) -> Feedback:
+    return feedback_shown(
+        rating_id=rating.id,
+        assignment_id=assignment.id,
+        pair_id=assignment.pair_id,
+        stage=rating.stage,
+        value=rating.value,
+        points=rating.points,
+        reference=rating.reference,
+        shown=rating.feedback,
+    )
+
+
+def _split(row: tuple, *shapes) -> list:
+    """A row of several tables' columns (``shape.select`` one after the other) as their rows."""
+    rows, start = [], 0
+    for shape in shapes:
+        rows.append(shape.read(row[start : start + shape.width]))
+        start += shape.width
+    return rows

@@ -1,0 +1,75 @@
+"""The neutral skip: "Skip this pair" on a game screen (SPEC 5).
+
+A rater may pass a served game pair without giving a reason: the assignment closes without a
+rating (nothing is scored, nothing reaches staff), a game pair's slot goes back to the pool and
+the pair is never served to that rater again (one game assignment per rater and pair; a skipped
+control pair is left out of their control draws). Skips are limited so that skipping cannot be
+used to pick easy pairs: none in the rater's first game serves, then a share of the serves after
+them (``annotators.journey.skips_allowed``). "Report a problem" is separate and reaches staff
+(``ratinggame.game.reports``). Locks follow the game's order: the rater's profile, then the pair.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from annotators import journey
+from annotators.journey import Step
+from ratinggame.game.assignment import pair_rank_refresh
+from ratinggame.game.rating import RatingRejected, check_may_rate, profile_locked
+from ratinggame.models import GAME_STAGES, Assignment, CaptionPair, Pool
+
+
+@dataclass(frozen=True)
+class Skipped:
+    assignment_id: int
+    skips_left: int  # skips the rater may still make now
+
+
+def skips_used(rater: AbstractBaseUser) -> int:
+    return Assignment.objects.filter(rater=rater, stage__in=GAME_STAGES, skipped_at__isnull=False).count()
+
+
+def pair_skip(*, rater: AbstractBaseUser, assignment_id: object, now: datetime | None = None) -> Skipped:
+    """Skip the rater's open game assignment ``assignment_id``. Raises RatingRejected (a 4xx):
+    not_found (no such pair served to this rater), not_yours, wrong_stage (not a game pair),
+    expired (rated, skipped or expired already), skip_limit (no skip left now)."""
+    now = now or timezone.now()
+    if isinstance(assignment_id, bool) or not isinstance(assignment_id, int):
+        raise RatingRejected("not_found", "There is no such pair to skip.", 404)
+    with transaction.atomic():
+        profile = profile_locked(rater)
+        step = journey.step_of(profile)
+        check_may_rate(step)
+        assignment = Assignment.objects.filter(pk=assignment_id).first()
+        if assignment is None:
+            raise RatingRejected("not_found", "There is no such pair to skip.", 404)
+        if assignment.rater_id != rater.pk:
+            raise RatingRejected("not_yours", "This pair was served to someone else.", 403)
+        if assignment.stage not in GAME_STAGES or step != Step.GAME:
+            raise RatingRejected("wrong_stage", "Only game pairs can be skipped: please rate this one.", 403)
+        if assignment.submitted_at is not None or assignment.skipped_at is not None or assignment.expires_at <= now:
+            raise RatingRejected("expired", "This pair is no longer open: it was rated or skipped already.", 409)
+        used = skips_used(rater)
+        allowed = journey.skips_allowed(profile.game_serves)
+        if used >= allowed:
+            raise RatingRejected("skip_limit", _limit_message(profile.game_serves), 409)
+        closing = Assignment.objects.filter(pk=assignment.pk)
+        if assignment.stage == Pool.GAME:
+            pair = CaptionPair.objects.select_for_update().get(pk=assignment.pair_id)
+            # Conditional, under the pair lock, as the expiry sweep does: a slot is given back once.
+            if closing.filter(holds_slot=True).update(holds_slot=False):
+                pair.in_flight = max(pair.in_flight - 1, 0)
+                pair_rank_refresh(pair)
+                pair.save(update_fields=["in_flight", "assign_rank"])
+        closing.update(skipped_at=now, expires_at=now, holds_slot=False)
+    return Skipped(assignment_id=assignment.pk, skips_left=allowed - used - 1)
+
+
+def _limit_message(serves: int) -> str:
+    if serves <= journey.SKIPS_FROM_SERVE:
+        return f"You can skip pairs after your first {journey.SKIPS_FROM_SERVE} game pairs: please rate this one."
+    return "You have skipped as many pairs as you may for now (about one in ten): please rate this one."

@@ -1,0 +1,471 @@
+"""The game's hottest reads and writes as SQL, built once per process from the models' names.
+
+A rating and the next serve are the product's unit of work: each statement of that path is
+written here once, its table and column names taken from the models (the models stay the
+schema's one home), and kept per database vendor for the life of the process. Values go out
+prepared by their model fields (``Field.get_db_prep_save``) and come back through the fields'
+own database converters (``RowShape.read``), so a timestamp is aware and a JSON column a list,
+exactly as a queryset would give them, without building queries or model instances on the way.
+
+``STATEMENTS`` lists every statement with the model fields it names: a test checks each name
+against the models, and runs each statement, so a migration cannot leave one behind.
+
+Nothing of the game's rules is here: which pair, how many points, what a window decides are
+Python (``ratinggame.game.rating``, ``annotators.journey``, ``scoring.consensus``); these
+statements only read and write what those decided, under the locks they rely on.
+"""
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from datetime import datetime
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db import connection
+from django.db.models import Model
+from rest_framework.authtoken.models import Token
+
+from annotators.models import RaterProfile
+from ratinggame.models import Assignment, CaptionPair, Image, Pool, Rating, Session
+
+GAME = Pool.GAME.value
+CONTROL = Pool.CONTROL.value
+
+
+# --- Rows: what the game reads of each table --------------------------------------------------------
+
+
+@dataclasses.dataclass
+class ProfileRow:
+    """A rater's profile as the game reads and writes it (``annotators.models.RaterProfile``)."""
+
+    id: int
+    user_id: int
+    state: str
+    consent_at: datetime | None
+    game_score: int
+    game_entered_at: datetime | None
+    created_at: datetime
+    window_count: int
+    window_points: int
+    game_serves: int
+    order_seed: int
+
+
+@dataclasses.dataclass
+class PairRow:
+    """A caption pair's fields the game reads and writes (``ratinggame.models.CaptionPair``)."""
+
+    id: int
+    image_id: int
+    caption: str
+    pool: str
+    expert_rating: int | None
+    human_count: int
+    human_sum: int
+    human_sumsq: int
+    primes: list
+    in_flight: int
+    assign_rank: int | None
+    withdrawn_at: datetime | None
+
+
+@dataclasses.dataclass
+class ImageRow:
+    """What a page shows of an image (``ratinggame.models.Image``): its storage name and copies."""
+
+    id: int
+    file: str
+    width: int
+    height: int
+    derivatives: list
+
+    @property
+    def pk(self) -> int:
+        return self.id
+
+
+@dataclasses.dataclass
+class AssignmentRow:
+    id: int
+    rater_id: int
+    pair_id: int
+    stage: str
+    served_at: datetime
+    expires_at: datetime
+    submitted_at: datetime | None
+    skipped_at: datetime | None
+    holds_slot: bool
+
+
+@dataclasses.dataclass
+class RatingRow:
+    """A stored rating, as its feedback is shown again (a repeated submission)."""
+
+    id: int
+    value: int
+    points: int
+    reference: int | None
+    feedback: dict
+    stage: str
+
+
+class RowShape:
+    """The columns of a row dataclass in one model's table, and the reading of their values.
+
+    Each dataclass field names a model field (its ``attname``: ``user_id`` for a foreign key);
+    values are converted by the model field's database converters, as the ORM converts them.
+    """
+
+    def __init__(self, row_type: type, model: type[Model]) -> None:
+        self.row_type = row_type
+        self.model = model
+        self.fields = [model._meta.get_field(field.name) for field in dataclasses.fields(row_type)]
+        self.width = len(self.fields)
+        self._converters: dict[str, list] = {}
+
+    def select(self, alias: str) -> str:
+        return ", ".join(f'{alias}."{field.column}"' for field in self.fields)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(field.name for field in self.fields)
+
+    def _converters_now(self) -> list:
+        vendor = connection.vendor
+        found = self._converters.get(vendor)
+        if found is None:
+            found = []
+            for field in self.fields:
+                expression = field.get_col(self.model._meta.db_table)
+                chain = connection.ops.get_db_converters(expression) + field.get_db_converters(connection)
+                found.append((chain, expression))
+            self._converters[vendor] = found
+        return found
+
+    def of(self, instance: Model) -> object:
+        """The row of a model instance (a path that read it through the ORM)."""
+        values = [getattr(instance, field.attname) for field in self.fields]
+        # A file field's value is its storage name, as the database holds it.
+        return self.row_type(*(value.name if hasattr(value, "storage") else value for value in values))
+
+    def read(self, values) -> object:
+        converted = []
+        for value, (chain, expression) in zip(values, self._converters_now(), strict=True):
+            for converter in chain:
+                value = converter(value, expression, connection)
+            converted.append(value)
+        return self.row_type(*converted)
+
+
+PROFILE = RowShape(ProfileRow, RaterProfile)
+PAIR = RowShape(PairRow, CaptionPair)
+IMAGE = RowShape(ImageRow, Image)
+ASSIGNMENT = RowShape(AssignmentRow, Assignment)
+RATING = RowShape(RatingRow, Rating)
+
+
+def table(model: type[Model]) -> str:
+    return f'"{model._meta.db_table}"'
+
+
+def column(model: type[Model], name: str) -> str:
+    return f'"{model._meta.get_field(name).column}"'
+
+
+# --- Statements -----------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Statement:
+    """One statement: its SQL for this process's database, and the model fields it names."""
+
+    sql: str
+    names: dict  # model -> field names the SQL uses (checked against the models by a test)
+    param_fields: tuple = ()  # the model field each parameter is prepared by (None: passed as is)
+
+    def params(self, values) -> list:
+        if not self.param_fields:
+            return list(values)
+        return [
+            value if field is None else field.get_db_prep_save(value, connection)
+            for field, value in zip(self.param_fields, values, strict=True)
+        ]
+
+    def fetchone(self, *values):
+        with connection.cursor() as cursor:
+            cursor.execute(self.sql, self.params(values))
+            return cursor.fetchone()
+
+    def fetchall(self, *values) -> list:
+        with connection.cursor() as cursor:
+            cursor.execute(self.sql, self.params(values))
+            return cursor.fetchall()
+
+
+STATEMENTS: dict[str, Callable[[str], Statement]] = {}
+
+
+def statement(builder: Callable[[str], Statement]) -> Callable[[], Statement]:
+    """A statement built once per database vendor: ``name()`` gives the one for this connection."""
+    cached = functools.cache(builder)
+    STATEMENTS[builder.__name__] = cached
+
+    def current() -> Statement:
+        return cached(connection.vendor)
+
+    current.__name__ = builder.__name__
+    current.__doc__ = builder.__doc__
+    return current
+
+
+def _lock(vendor: str, of: str) -> str:
+    return f" FOR UPDATE OF {of}" if vendor == "postgresql" else ""
+
+
+def _group_names(vendor: str, user: str) -> str:
+    """The user's group names as one comma-separated text (their roles), a subquery."""
+    membership = get_user_model()._meta.get_field("groups").remote_field.through
+    aggregate = "string_agg" if vendor == "postgresql" else "group_concat"
+    names = f"{aggregate}(g.{column(Group, 'name')}, ',')"
+    return (
+        f'(SELECT {names} FROM {table(membership)} ug JOIN {table(Group)} g ON g."id" = ug."group_id" '  # noqa: S608
+        f'WHERE ug."user_id" = {user}."id")'
+    )
+
+
+USER_FIELDS = ("id", "password", "is_active", "is_staff", "is_superuser")
+
+
+def _user_columns(alias: str) -> str:
+    user_model = get_user_model()
+    return ", ".join(f"{alias}.{column(user_model, name)}" for name in USER_FIELDS)
+
+
+@statement
+def rater_by_token(vendor: str) -> Statement:
+    """The token's user, their roles and their rater profile, locked: who rates, in one query."""
+    user_model = get_user_model()
+    sql = (
+        f"SELECT {_user_columns('u')}, {_group_names(vendor, 'u')}, {PROFILE.select('p')} "  # noqa: S608
+        f'FROM {table(Token)} t JOIN {table(user_model)} u ON u."id" = t.{column(Token, "user")} '
+        f'JOIN {table(RaterProfile)} p ON p.{column(RaterProfile, "user")} = u."id" '
+        f"WHERE t.{column(Token, 'key')} = %s{_lock(vendor, 'p')}"
+    )
+    return Statement(
+        sql, {Token: ("user", "key"), user_model: USER_FIELDS, Group: ("name",), RaterProfile: PROFILE.names}
+    )
+
+
+@statement
+def rater_by_session(vendor: str) -> Statement:
+    """The session's data and user, their roles and their rater profile, locked, in one query
+    (the session table names its user: ``ratinggame.models.Session``)."""
+    user_model = get_user_model()
+    sql = (
+        f"SELECT s.{column(Session, 'session_data')}, {_user_columns('u')}, {_group_names(vendor, 'u')}, "  # noqa: S608
+        f"{PROFILE.select('p')} FROM {table(Session)} s "
+        f'JOIN {table(user_model)} u ON u."id" = s.{column(Session, "user")} '
+        f'JOIN {table(RaterProfile)} p ON p.{column(RaterProfile, "user")} = u."id" '
+        f"WHERE s.{column(Session, 'session_key')} = %s AND s.{column(Session, 'expire_date')} > %s"
+        f"{_lock(vendor, 'p')}"
+    )
+    names = {
+        Session: ("session_data", "user", "session_key", "expire_date"),
+        user_model: USER_FIELDS,
+        Group: ("name",),
+        RaterProfile: PROFILE.names,
+    }
+    return Statement(sql, names, (None, Session._meta.get_field("expire_date")))
+
+
+@statement
+def profile_locked(vendor: str) -> Statement:
+    sql = f"SELECT {PROFILE.select('p')} FROM {table(RaterProfile)} p WHERE p.{column(RaterProfile, 'user')} = %s"  # noqa: S608
+    return Statement(sql + _lock(vendor, "p"), {RaterProfile: PROFILE.names})
+
+
+def _assignment_with_pair(vendor: str, lock: bool) -> Statement:
+    sql = (
+        f"SELECT {ASSIGNMENT.select('a')}, {PAIR.select('q')}, {RATING.select('r')} "  # noqa: S608
+        f'FROM {table(Assignment)} a JOIN {table(CaptionPair)} q ON q."id" = a.{column(Assignment, "pair")} '
+        f'LEFT JOIN {table(Rating)} r ON r.{column(Rating, "assignment")} = a."id" '
+        f'WHERE a."id" = %s' + (_lock(vendor, "q") if lock else "")
+    )
+    names = {Assignment: (*ASSIGNMENT.names, "pair"), CaptionPair: PAIR.names, Rating: (*RATING.names, "assignment")}
+    return Statement(sql, names)
+
+
+@statement
+def assignment_locking_pair(vendor: str) -> Statement:
+    """An assignment with its pair, row-locked, and its rating if it has one."""
+    return _assignment_with_pair(vendor, lock=True)
+
+
+@statement
+def assignment_with_pair(vendor: str) -> Statement:
+    """The same, without the lock (the pair is locked with others, in id order, or has no consensus)."""
+    return _assignment_with_pair(vendor, lock=False)
+
+
+@statement
+def latest_game_assignment(vendor: str) -> Statement:
+    """The rater's latest game serve (a control's too) with its pair and image: the one open, if any
+    (a rater holds at most one), and otherwise the image the next serve should not repeat."""
+    sql = (
+        f"SELECT {ASSIGNMENT.select('a')}, {PAIR.select('q')}, {IMAGE.select('i')} "  # noqa: S608
+        f'FROM {table(Assignment)} a JOIN {table(CaptionPair)} q ON q."id" = a.{column(Assignment, "pair")} '
+        f'JOIN {table(Image)} i ON i."id" = q.{column(CaptionPair, "image")} '
+        f"WHERE a.{column(Assignment, 'rater')} = %s AND a.{column(Assignment, 'stage')} IN ('{GAME}', '{CONTROL}') "
+        f'ORDER BY a."id" DESC LIMIT 1'
+    )
+    names = {Assignment: (*ASSIGNMENT.names, "rater", "stage"), CaptionPair: PAIR.names, Image: IMAGE.names}
+    return Statement(sql, names)
+
+
+@statement
+def control_candidates(vendor: str) -> Statement:
+    """Every control pair with its image, when this rater was last served it, and whether they skipped it."""
+    a_rater, a_pair = column(Assignment, "rater"), column(Assignment, "pair")
+    sql = (
+        f"SELECT {PAIR.select('q')}, {IMAGE.select('i')}, "  # noqa: S608
+        f"(SELECT max(s.{column(Assignment, 'served_at')}) FROM {table(Assignment)} s "
+        f'WHERE s.{a_rater} = %s AND s.{a_pair} = q."id"), '
+        f'EXISTS (SELECT 1 FROM {table(Assignment)} s WHERE s.{a_rater} = %s AND s.{a_pair} = q."id" '
+        f"AND s.{column(Assignment, 'skipped_at')} IS NOT NULL) "
+        f'FROM {table(CaptionPair)} q JOIN {table(Image)} i ON i."id" = q.{column(CaptionPair, "image")} '
+        f"WHERE q.{column(CaptionPair, 'pool')} = '{CONTROL}' AND q.{column(CaptionPair, 'expert_rating')} IS NOT NULL"
+    )
+    names = {
+        CaptionPair: (*PAIR.names, "pool", "expert_rating"),
+        Image: IMAGE.names,
+        Assignment: ("rater", "pair", "served_at", "skipped_at"),
+    }
+    return Statement(sql, names, (None, None))
+
+
+@statement
+def latest_control_ratings(vendor: str) -> Statement:
+    """A rater's counted control ratings since a time, newest first, at most a number of them."""
+    r = {name: column(Rating, name) for name in ("rater", "stage", "excluded", "submitted_at", "value", "reference")}
+    sql = (
+        f"SELECT r.{r['submitted_at']}, r.{r['value']}, r.{r['reference']} FROM {table(Rating)} r "  # noqa: S608
+        f"WHERE r.{r['rater']} = %s AND r.{r['stage']} = '{CONTROL}' AND r.{r['excluded']} = %s "
+        f'AND r.{r["submitted_at"]} >= %s ORDER BY r.{r["submitted_at"]} DESC, r."id" DESC LIMIT %s'
+    )
+    fields = (None, Rating._meta.get_field("excluded"), Rating._meta.get_field("submitted_at"), None)
+    return Statement(sql, {Rating: ("rater", "stage", "excluded", "submitted_at", "value", "reference")}, fields)
+
+
+# --- Writes ---------------------------------------------------------------------------------------
+
+# A write is one UPDATE or INSERT of the fields named, by primary key (updates) or with every
+# field named (inserts). ``WritePlan`` sends a list of them as one statement of data-modifying
+# CTEs on PostgreSQL (every part runs on the same snapshot, no two parts touch the same row), and
+# one after the other elsewhere; each part answers the rows it updated, or the id it inserted.
+
+
+@dataclasses.dataclass(frozen=True)
+class Write:
+    model: type[Model]
+    fields: tuple[str, ...]  # updated or inserted fields, in parameter order
+    insert: bool = False
+    where: tuple[str, ...] = ("id",)  # updates: the fields that must equal the parameters after the set ones
+    where_sql: str = ""  # updates: more conditions, as SQL on the table's columns (no parameters)
+
+    def sql(self) -> str:
+        names = [self.model._meta.get_field(name).column for name in self.fields]
+        if self.insert:
+            placeholders = ", ".join(["%s"] * len(names))
+            columns = ", ".join(f'"{name}"' for name in names)
+            return f'INSERT INTO {table(self.model)} ({columns}) VALUES ({placeholders}) RETURNING "id"'  # noqa: S608
+        sets = ", ".join(f'"{name}" = %s' for name in names)
+        where = " AND ".join(f"{column(self.model, name)} = %s" for name in self.where)
+        extra = f" AND {self.where_sql}" if self.where_sql else ""
+        return f"UPDATE {table(self.model)} SET {sets} WHERE {where}{extra} RETURNING 1"  # noqa: S608
+
+    def param_fields(self) -> tuple:
+        names = self.fields if self.insert else self.fields + self.where
+        return tuple(self.model._meta.get_field(name) for name in names)
+
+
+@dataclasses.dataclass(frozen=True)
+class WritePlan:
+    """Writes sent together (see above); built once per vendor and shape by ``write_plan``."""
+
+    writes: tuple[Write, ...]
+    sql: tuple[str, ...]  # one statement on PostgreSQL, one per write elsewhere
+    param_fields: tuple[tuple, ...]
+
+    def run(self, values: list[tuple]) -> list[int]:
+        """Run the writes with these values (one tuple per write); per write, the rows updated or the new id."""
+        prepared = [
+            [field.get_db_prep_save(value, connection) for field, value in zip(fields, row, strict=True)]
+            for fields, row in zip(self.param_fields, values, strict=True)
+        ]
+        with connection.cursor() as cursor:
+            if len(self.sql) == 1 and len(self.writes) > 1:
+                cursor.execute(self.sql[0], [value for row in prepared for value in row])
+                return list(cursor.fetchone())
+            results = []
+            for write, sql, params in zip(self.writes, self.sql, prepared, strict=True):
+                cursor.execute(sql, params)
+                found = cursor.fetchall()
+                results.append(found[0][0] if write.insert else len(found))
+            return results
+
+
+@functools.cache
+def _write_plan(vendor: str, writes: tuple[Write, ...]) -> WritePlan:
+    parts = [write.sql() for write in writes]
+    fields = tuple(write.param_fields() for write in writes)
+    if vendor != "postgresql" or len(writes) == 1:
+        return WritePlan(writes, tuple(parts), fields)
+    ctes, answers = [], []
+    for index, (write, sql) in enumerate(zip(writes, parts, strict=True)):
+        name = f"w{index}"
+        ctes.append(f"{name} AS ({sql})")
+        # rows updated: counted without count(), which would read as re-counting the table
+        answers.append(f"(SELECT id FROM {name})" if write.insert else f"cardinality(ARRAY(SELECT 1 FROM {name}))")  # noqa: S608
+    return WritePlan(writes, (f"WITH {', '.join(ctes)} SELECT {', '.join(answers)}",), fields)
+
+
+def write_plan(*writes: Write) -> WritePlan:
+    return _write_plan(connection.vendor, writes)
+
+
+# The game's writes (what each names is what ``ratinggame.game.rating`` passes, in this order).
+RATING_INSERT = Write(
+    Rating,
+    (
+        *("assignment", "pair", "rater", "stage", "value", "served_at", "submitted_at"),
+        *("points", "reference", "feedback", "excluded", "excluded_reason"),
+    ),
+    insert=True,
+)
+ASSIGNMENT_INSERT = Write(
+    Assignment, ("rater", "pair", "stage", "served_at", "expires_at", "submitted_at", "holds_slot"), insert=True
+)
+# A game pair's assignment closes only while it holds its slot (else it expired and the slot went
+# to someone else: the rating would overfill the pair); a control's only while it is open.
+GAME_ASSIGNMENT_CLOSE = Write(Assignment, ("holds_slot", "submitted_at"), where=("id", "holds_slot"))
+CONTROL_ASSIGNMENT_CLOSE = Write(
+    Assignment,
+    ("holds_slot", "submitted_at"),
+    where_sql=f"{column(Assignment, 'submitted_at')} IS NULL AND {column(Assignment, 'skipped_at')} IS NULL",
+)
+PAIR_RATED = Write(CaptionPair, ("human_count", "human_sum", "human_sumsq", "in_flight", "assign_rank"))
+PAIR_SLOT_TAKEN = Write(CaptionPair, ("in_flight", "assign_rank"))
+PROFILE_AFTER_RATING = Write(RaterProfile, ("game_score", "window_count", "window_points", "game_serves"))
+PROFILE_SERVED = Write(RaterProfile, ("game_serves",))
+WRITES = (
+    RATING_INSERT,
+    ASSIGNMENT_INSERT,
+    GAME_ASSIGNMENT_CLOSE,
+    CONTROL_ASSIGNMENT_CLOSE,
+    PAIR_RATED,
+    PAIR_SLOT_TAKEN,
+    PROFILE_AFTER_RATING,
+    PROFILE_SERVED,
+)
