@@ -7,6 +7,7 @@ session with its user and their rater profile (``ratinggame.game.sql.rater_by_se
 Everything else (signing, expiry, ``cycle_key`` at log-in, ``flush`` at log-out) is Django's.
 """
 
+from django.apps import apps
 from django.contrib.auth import SESSION_KEY
 from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionStore
 
@@ -14,9 +15,8 @@ from django.contrib.sessions.backends.db import SessionStore as DatabaseSessionS
 class SessionStore(DatabaseSessionStore):
     @classmethod
     def get_model_class(cls):
-        from ratinggame.models import Session
-
-        return Session
+        # By name: the model names this engine as its store, and a module import each way is a cycle.
+        return apps.get_model("ratinggame", "Session")
 
     def create_model_instance(self, data: dict):
         instance = super().create_model_instance(data)

@@ -30,6 +30,7 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from ratinggame.models import CaptionPair, Pool, PrimingStatus, Rating
+from tests.acks import acknowledged, stored_ratings
 from tests.celery_broker import celery_sending_to
 from tests.conftest import service_missing
 from tests.live_process import QUIET_WORKER, celery_process, current_database_url, gunicorn_server, server_env
@@ -59,13 +60,6 @@ REDIS_START = [
     "/var/log/redis/ci.log",
 ]
 
-
-def stored_ratings() -> dict[int, tuple]:
-    return {r.pk: (r.assignment_id, r.pair_id, r.stage, r.value) for r in Rating.objects.all()}
-
-
-def acknowledged(acks: list[Ack]) -> dict[int, tuple]:
-    return {a.rating_id: (a.assignment_id, a.pair_id, a.stage, a.value) for a in acks}
 
 
 # --- PostgreSQL restart ---------------------------------------------------------------------------

@@ -125,6 +125,7 @@ def test_on_a_phone_the_rater_table_is_compact_and_shows_every_column_on_request
         shown = [heading.inner_text() for heading in headings.all() if heading.is_visible()]
         assert len(shown) == len(COMPACT_COLUMNS) < len(COLUMNS)
         page.get_by_role("link", name=f"Show all {len(COLUMNS)} columns").click()
+        page.wait_for_url(lambda url: "columns=all" in url)
         assert "columns=all" in page.url and "sort=-game_score" in page.url  # the sort is kept
         assert all(heading.is_visible() for heading in headings.all()) and headings.count() == len(COLUMNS)
         region = page.locator(".table-scroll")
@@ -132,8 +133,10 @@ def test_on_a_phone_the_rater_table_is_compact_and_shows_every_column_on_request
         assert page.evaluate("document.documentElement.scrollWidth") <= 390  # ...not the page
         # Sorting again keeps every column, and a way back to the compact table.
         page.locator("table.raters thead th a", has_text="Ratings").click()
+        page.wait_for_url(lambda url: "sort=ratings" in url)
         assert "columns=all" in page.url and headings.all()[3].is_visible()
         page.get_by_role("link", name="Show fewer columns").click()
+        page.wait_for_url(lambda url: "columns=all" not in url)
         assert sum(heading.is_visible() for heading in headings.all()) == len(COMPACT_COLUMNS)
         # At a laptop's size every column is there without asking.
         page.set_viewport_size(SIZES["1280x720"]["viewport"])

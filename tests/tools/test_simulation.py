@@ -17,6 +17,7 @@ from scipy import stats
 from annotators.models import RaterProfile
 from ratinggame.game.rating import shown_stage
 from ratinggame.models import CaptionPair, Pool, PrimingStatus, Rating
+from tests.acks import acknowledged, stored_ratings
 from tests.conftest import FULL_TESTS
 from tests.ratinggame.api_helpers import researcher
 from tests.ratinggame.journey_helpers import FAST_HASHERS
@@ -222,15 +223,6 @@ def test_setup_uploads_pairs_through_the_api_and_raters_rate_around_their_qualit
     assert acknowledged(result.acks) == stored_ratings()
     # Both signed up through the API as annotators with consent.
     assert RaterProfile.objects.filter(consent_at__isnull=False).count() == 2
-
-
-def stored_ratings() -> dict[int, tuple]:
-    """As the raters were shown them: a control pair's rating is a game rating to its rater."""
-    return {r.pk: (r.assignment_id, r.pair_id, shown_stage(r.stage), r.value) for r in Rating.objects.all()}
-
-
-def acknowledged(acks) -> dict[int, tuple]:
-    return {a.rating_id: (a.assignment_id, a.pair_id, a.stage, a.value) for a in acks}
 
 
 # --- Quality control over HTTP: raters who turn bad once qualified (SPEC 2.5) -----------------
