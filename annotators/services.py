@@ -66,14 +66,15 @@ def rater_signup(*, username: str, password: str, email: str = "") -> AbstractBa
     return user
 
 
-def dispute_refusal(rating: Rating) -> ValidationError | None:
+def dispute_refusal(rating: Rating, *, disputed: bool | None = None) -> ValidationError | None:
     """Why a dispute of ``rating`` could not succeed (its ``message`` is for the rater); None when it may be filed.
 
     The rating page offers "Dispute this score" only where this is None, and ``dispute_file``
     refuses with the same words: not a game rating (tutorial and probation are scored against
     experts), excluded (a failed qualification window: it no longer counts and its points went
     with the reset game score), the first rating of its pair (0 points by the rules, whatever
-    the value), the full 2 points already, or disputed once already.
+    the value), the full 2 points already, or disputed once already. ``disputed``: False for a
+    rating just stored (no dispute yet: nothing read), None to read its dispute.
     """
     if rating.stage not in GAME_STAGES:
         message, code = "Only game scores can be disputed: tutorial and probation use expert ratings.", "not_game"
@@ -89,7 +90,7 @@ def dispute_refusal(rating: Rating) -> ValidationError | None:
         code = "first_rater"
     elif rating.points >= BEST_SCORE:
         message, code = f"This rating scored the full {BEST_SCORE} points: there is nothing to restore.", "full_points"
-    elif (earlier := rating.disputes.first()) is not None:
+    elif disputed is not False and (earlier := rating.disputes.first()) is not None:
         outcome = (
             "it is waiting for an admin"
             if earlier.status == DisputeStatus.OPEN

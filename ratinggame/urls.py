@@ -2,7 +2,7 @@ from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path, register_converter
 
-from ratinggame import health, import_views, login_throttle, report_views, views
+from ratinggame import health, import_views, login_throttle, play, report_views, views
 from ratinggame.pairs import media
 
 
@@ -27,6 +27,8 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("", include("annotators.urls")),
     path("play/<stage:stage>/", views.rate, name="rate"),
+    path("play/<stage:stage>/<int:assignment_id>/", views.rate, name="rate_pair"),
+    path("play/submit/", play.submit, name="play_submit"),
     path("play/feedback/<int:assignment_id>/", views.feedback, name="feedback"),
     path("play/feedback/<int:assignment_id>/dispute/", views.dispute, name="dispute"),
     path("play/report/", report_views.report, name="pair_report"),

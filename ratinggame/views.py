@@ -22,8 +22,8 @@ from annotators import journey, progress, services
 from annotators.forms import DisputeForm
 from annotators.gates import PLAYING_STEPS, STEP_STAGES, guide_context, step_gate
 from annotators.journey import Step
-from annotators.scale import SHORT
 from ratinggame import drafts, game
+from ratinggame.feedback_text import announcement, feedback_panel_context, not_taken_words, outcome_for
 from ratinggame.game.prefetch import next_pair_image
 from ratinggame.game.reports import REPORT_MAX_CHARS
 from ratinggame.game.withdrawal import rater_withdraw
@@ -54,7 +54,10 @@ def home(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def rate(request: HttpRequest, stage: str) -> HttpResponse:
+def rate(request: HttpRequest, stage: str, assignment_id: int | None = None) -> HttpResponse:
+    """The rating screen of the rater's open pair (``/play/<stage>/``), or of one pair
+    (``/play/<stage>/<assignment>/``, the URL the page's script gives each pair it shows): a pair
+    no longer open (rated, skipped, expired) gives way to the one open now, with its own URL."""
     if request.method == "POST":
         return _rate_submit(request, stage)
     if gate := step_gate(request.user, {STAGE_STEPS[stage]}):
@@ -65,6 +68,8 @@ def rate(request: HttpRequest, stage: str) -> HttpResponse:
         return rejected_response(request, rejected)
     if served is None:
         return render(request, "ratinggame/no_pairs.html", guide_context(request.user))
+    if assignment_id is not None and served.assignment_id != assignment_id:
+        return redirect("rate_pair", stage=served.stage, assignment_id=served.assignment_id)
     refused, _ = drafts.draft_take(request, drafts.RATING, assignment_id=served.assignment_id)
     report, stale_report = drafts.draft_take(request, drafts.REPORT, assignment_id=served.assignment_id)
     if stale_report:
@@ -73,10 +78,6 @@ def rate(request: HttpRequest, stage: str) -> HttpResponse:
     return rate_response(
         request, served, error=refused.get("message", ""), chosen=refused.get("value", ""), report=report
     )
-
-
-# Refusals that leave the pair open: the rater sees it again with the message and their choice.
-SAME_PAIR_AGAIN = frozenset({"too_early", "invalid_value"})
 
 
 def _rate_submit(request: HttpRequest, stage: str) -> HttpResponse:
@@ -97,7 +98,7 @@ def _rate_submit(request: HttpRequest, stage: str) -> HttpResponse:
     try:
         feedback_ = game.rating_submit(rater=request.user, assignment_id=assignment_id, value=value)
     except game.RatingRejected as rejected:
-        if rejected.code in SAME_PAIR_AGAIN:
+        if rejected.code in game.SAME_PAIR_AGAIN:
             kept = value if value in {"1", "2", "3", "4", "5"} else ""
             drafts.draft_keep(request, drafts.RATING, assignment_id=assignment_id, value=kept, message=rejected.message)
             return redirect("rate", stage=stage)
@@ -198,12 +199,7 @@ def feedback_response(request: HttpRequest, feedback_: "game.Feedback") -> HttpR
         "fb": fb,
         "stage": fb.stage,
         "pair": rating.pair,
-        "points_class": "good" if fb.points > 0 else "bad" if fb.points < 0 else "zero",
-        "value_short": SHORT.get(fb.value, ""),
-        "reference_short": SHORT.get(fb.reference, ""),
-        "consensus_from": consensus_source(rating.feedback.get("consensus_of")),
-        # A failed window has the outcome box instead (its ratings no longer count).
-        "show_window": window is not None and (window.open or fb.transition == "window_passed"),
+        **feedback_panel_context(fb),
         "outcome": outcome,
         # The first game rating after entering the game: how game points differ from the tutorial's.
         "game_points": points_table() if window is not None and window.count == 1 else None,
@@ -216,20 +212,6 @@ def feedback_response(request: HttpRequest, feedback_: "game.Feedback") -> HttpR
         "dispute_errors": draft.get("errors", []),
     }
     return render(request, "ratinggame/feedback.html", context)
-
-
-def consensus_source(consensus_of: list[int] | None) -> str:
-    """Whose ratings made the consensus a game rating was scored against, in words (SPEC 3-4):
-    other players, the model's estimate (its primes, before two players have rated), or both."""
-    if not consensus_of:
-        return "the consensus"
-    players, primes = consensus_of
-    others = f"{players} other player{'s' if players != 1 else ''}"
-    if players and primes:
-        return f"the consensus of {others} and the model's estimate"
-    if players:
-        return f"the consensus of {others}"
-    return "the model's estimate (no other player has rated this pair yet)"
 
 
 CONTINUE_LABELS = {
@@ -252,94 +234,6 @@ def _round_after(user, rating: Rating) -> str:
     return (
         f"Next: round {following.number}, {size} pairs: {size - repeats} you have not rated before and {repeats} "
         "you rated longest ago (there are not enough new ones left)."
-    )
-
-
-def outcome_for(fb: "game.Feedback", *, next_round: str = "") -> dict | None:
-    """Title and text of the end of a stage (tutorial, probation round, qualification window);
-    ``next_round`` says what the next probation round holds, after a failed one."""
-    window = fb.window
-    pairs = (fb.stage_max or 0) // 2
-    tutorial_mark = journey.tutorial_pass_mark(pairs)
-    probation_mark = journey.probation_pass_mark(pairs)
-    texts = {
-        "tutorial_passed": (
-            "good",
-            "Tutorial passed",
-            f"You scored {fb.stage_total} of {fb.stage_max} points ({tutorial_mark} needed). "
-            "Next: the rating game, scored against the other players' consensus.",
-        ),
-        "tutorial_failed": (
-            "bad",
-            "Tutorial finished: probation next",
-            f"You scored {fb.stage_total} of {fb.stage_max} points, fewer than the {tutorial_mark} needed to go "
-            f"straight to the game. Next is probation: {journey.PROBATION_SIZE} more pairs rated by experts, and "
-            f"{journey.PROBATION_PASS_POINTS} of {journey.PROBATION_MAX_POINTS} points take you to the game.",
-        ),
-        "probation_passed": (
-            "good",
-            "Probation passed",
-            f"You scored {fb.stage_total} of {fb.stage_max} points ({probation_mark} needed). Next: the rating game.",
-        ),
-        "probation_failed": (
-            "bad",
-            "Probation round finished: another round next",
-            f"You scored {fb.stage_total} of {fb.stage_max} points, fewer than the {probation_mark} needed. "
-            f"{next_round}",
-        ),
-    }
-    if window is not None:
-        texts["window_passed"] = (
-            "good",
-            "Qualification passed",
-            f"You scored {window.points} points in your first {window.size} game ratings "
-            f"({window.needed} needed). Keep playing!",
-        )
-        texts["window_failed"] = (
-            "bad",
-            "Qualification failed: back to probation",
-            f"You scored {window.points} points in your first {window.size} game ratings, fewer than the "
-            f"{window.needed} needed. Your game score is reset to 0 and you go back to probation.",
-        )
-    texts["drift"] = (
-        "bad",
-        "Quality check: back to probation",
-        "Some pairs in the game have ratings known from experts, to check that ratings stay careful. Over your "
-        f"last {journey.drift_window()} of them, your ratings agreed with the experts' too rarely. Your game score "
-        "is reset to 0, your game ratings since the first of those checks no longer count, and you go back to "
-        "probation to practise with the experts' explanations.",
-    )
-    if fb.transition not in texts:
-        return None
-    tone, title, text = texts[fb.transition]
-    return {"tone": tone, "title": title, "text": text}
-
-
-def announcement(fb: "game.Feedback", outcome: dict | None, *, not_taken: str = "") -> str:
-    """One sentence for screen readers, announced by feedback.js through an aria-live region;
-    ``not_taken``: what the page says first when the rating sent was not taken (``not_taken_words``)."""
-    points = f"{fb.points:+d} points" if fb.points else "0 points"
-    if fb.stage == "game":
-        if fb.first_rater:
-            said = f"You rated {fb.value}. You are the first to rate this pair: 0 points."
-        else:
-            said = f"You rated {fb.value}. Consensus {fb.reference}. {points}."
-        said += f" Game score {fb.stage_total}, level {fb.level}."
-    else:
-        said = f"You rated {fb.value}. Expert rating {fb.reference}. {points}."
-        said += f" Total {fb.stage_total} of {fb.stage_max}."
-    if outcome:
-        said += f" {outcome['title']}."
-    if not_taken:
-        said = f"{not_taken} {said}"
-    return said
-
-
-def not_taken_words(not_taken: str, stored: int) -> str:
-    """What the feedback page says when the pair was rated already, in another tab or window."""
-    return (
-        f"This pair was already rated (in another tab or window): your rating {not_taken} was not taken. "
-        f"The rating stored is {stored}, and this page shows its result."
     )
 
 

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from django.core.files.base import ContentFile
+from playwright.sync_api import Error as PlaywrightError
 from django.test import Client
 from PIL import Image as PILImage
 from PIL import ImageDraw
@@ -93,7 +94,17 @@ def wait_until(page, expression: str, timeout: float = 10.0) -> None:
     with ``eval`` inside the page, which the site's Content-Security-Policy (rightly) refuses;
     ``page.evaluate`` goes through the browser's debugging protocol instead."""
     deadline = time.monotonic() + timeout
-    while not page.evaluate(expression):
+    while not _evaluated(page, expression):
         if time.monotonic() > deadline:
             raise AssertionError(f"the page never made {expression!r} true in {timeout:g} s")
         page.wait_for_timeout(50)
+
+
+def _evaluated(page, expression: str) -> object:
+    """The expression's value; False while the page navigates (a reload the page made itself)."""
+    try:
+        return page.evaluate(expression)
+    except PlaywrightError as error:
+        if "context was destroyed" in str(error) or "navigating" in str(error):
+            return False
+        raise

@@ -29,7 +29,7 @@ from django.db import close_old_connections, connection
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from ratinggame.models import CaptionPair, Pool, PrimingStatus, Rating
+from ratinggame.models import CaptionPair, Pool, PrimingStatus
 from tests.acks import acknowledged, stored_ratings
 from tests.celery_broker import celery_sending_to
 from tests.conftest import service_missing
@@ -59,7 +59,6 @@ REDIS_START = [
     "--logfile",
     "/var/log/redis/ci.log",
 ]
-
 
 
 # --- PostgreSQL restart ---------------------------------------------------------------------------

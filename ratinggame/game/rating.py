@@ -185,12 +185,12 @@ def _served(assignment: Assignment, *, position: int | None, total: int | None) 
 
 def rating_submit(
     *,
-    rater: AbstractBaseUser,
+    rater: AbstractBaseUser | None,
     assignment_id: int,
     value: object,
     now: datetime | None = None,
     serve_next: bool = False,
-    locked_profile: Callable[[], ProfileRow] | None = None,
+    locked_rater: Callable[[], tuple[AbstractBaseUser, ProfileRow]] | None = None,
 ) -> Feedback:
     """Store the rater's rating of a pair served to them; return what to show them.
 
@@ -202,14 +202,18 @@ def rating_submit(
     when nothing is left), served at ``now`` as ``pair_serve`` would serve it; a repeated
     submission carries the pair open now.
 
-    ``locked_profile``: reads the rater's profile row, locked, within the rating's transaction
-    (the API's fast path reads it with the rater's token or session in the same query); by
-    default ``profile_locked(rater)``.
+    ``locked_rater``: reads who rates and their profile row, locked, first thing in the rating's
+    transaction (the one-request rating reads them with the rater's token or session in one query,
+    ``ratinggame.game.signed_in``; ``rater`` is then None); by default ``profile_locked(rater)``.
+    An exception it raises leaves nothing changed.
     """
     now = now or timezone.now()
     try:
         with transaction.atomic():
-            profile = locked_profile() if locked_profile is not None else profile_locked(rater)
+            if locked_rater is not None:
+                rater, profile = locked_rater()
+            else:
+                profile = profile_locked(rater)
             feedback = _submit(rater, profile, assignment_id, value, now, serve_next=serve_next)
     except IntegrityError:
         # The one-rating-per-assignment constraint: a concurrent submission of the same

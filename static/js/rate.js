@@ -1,11 +1,21 @@
 /* The rating screen: the minimum-time countdown, the keys 1-5 (choose), Enter (submit) and S (skip
-a game pair), the chosen level's words on a phone, and the next pair's image fetched ahead.
+a game pair), the chosen level's words on a phone, the next pair's image fetched ahead, and the
+rating in one request with its feedback and the next pair shown in place.
 
 The countdown starts when the image has loaded, so a slow connection never unlocks Submit over
 a half-painted picture: the rater gets the full minimum time (data-min-ms) with the image on
 screen, and never less than the server's own floor (its min_submit_at minus its now), which the
 server checks again on submit. Both are counted with performance.now(), a monotonic clock: the
 rater's wall clock plays no part.
+
+With a script, Submit posts the form to /play/submit/ (ratinggame.play): the answer is the
+feedback, shown in place of the choices, and the next pair, served by the server at that moment
+(its floor counts from then, so the time spent on the feedback counts); "Next pair" (N, Enter)
+shows it at once, its image fetched while the feedback was read. Each screen gets its own URL
+(history.pushState): Back, Forward and a reload ask the server for that URL, which shows what it
+holds there (a rated pair's feedback, the pair open now), never a stale form. Whatever the
+in-place screen does not show (the end of a stage, ...) comes as a page to open. Without a
+script the form posts as a page.
 */
 (function () {
   "use strict";
@@ -23,11 +33,20 @@ rater's wall clock plays no part.
   var chosen = document.getElementById("choice-chosen");
   var skip = document.getElementById("skip-pair");
 
+  var panel = document.getElementById("feedback-panel");
+  var side = form.querySelector(".rate-side");
+  var tools = form.querySelector(".pair-tools");
+  var caption = document.getElementById("caption");
+  var announce = document.getElementById("feedback-announce");
+  var inPlace = Boolean(window.fetch && window.history.pushState && panel && form.dataset.submitUrl);
+
   var rendered = performance.now();
   var serverWait = Math.max(0, Number(form.dataset.minSubmitMs) - Number(form.dataset.serverNowMs)) || 0;
   var minimum = Number(form.dataset.minMs) || 0;
   var ready = false;
   var counting = false;
+  var sending = false;
+  var upcoming = null; // the next pair, while its feedback is shown
 
   function becomeReady() {
     ready = true;
@@ -77,21 +96,22 @@ rater's wall clock plays no part.
       next.srcset = form.dataset.nextSrcset;
     }
     next.src = form.dataset.nextSrc;
+    delete form.dataset.nextSrc; // once: the images shown in place load this listener again
   }
 
   submit.disabled = true;
   seconds.textContent = "…";
+  // Also the next pairs' images, shown in place: the countdown waits for each.
+  image.addEventListener("load", function () {
+    startCountdown();
+    prefetchNext();
+  });
+  image.addEventListener("error", function () {
+    startCountdown("The image did not load. If it stays broken, report the pair below.");
+  });
   if (image.complete && image.naturalWidth > 0) {
     startCountdown();
     prefetchNext();
-  } else {
-    image.addEventListener("load", function () {
-      startCountdown();
-      prefetchNext();
-    });
-    image.addEventListener("error", function () {
-      startCountdown("The image did not load. If it stays broken, report the pair below.");
-    });
   }
 
   function showChosen() {
@@ -125,12 +145,158 @@ rater's wall clock plays no part.
     form.requestSubmit(submit);
   }
 
-  // One submission per page: a second Enter while the first is on its way does nothing.
-  form.addEventListener("submit", function () {
-    window.setTimeout(function () {
-      submit.disabled = true;
-    }, 0);
+  // One submission per pair: a second Enter while the first is on its way does nothing.
+  form.addEventListener("submit", function (event) {
+    if (!inPlace) {
+      window.setTimeout(function () {
+        submit.disabled = true;
+      }, 0);
+      return;
+    }
+    event.preventDefault();
+    if (sending) {
+      return;
+    }
+    sending = true;
+    submit.disabled = true;
+    send();
   });
+
+  function send() {
+    var received = 0;
+    window
+      .fetch(form.dataset.submitUrl, {
+        method: "POST",
+        body: new FormData(form),
+        credentials: "same-origin",
+        headers: { Accept: "application/json", "X-CSRFToken": form.elements.csrfmiddlewaretoken.value },
+      })
+      .then(function (response) {
+        received = performance.now();
+        return response.json().then(function (body) {
+          return { ok: response.ok, body: body };
+        });
+      })
+      .then(function (answer) {
+        var body = answer.body;
+        if (body.page) {
+          window.location.assign(body.page);
+        } else if (answer.ok && body.feedback) {
+          showFeedback(body, received);
+        } else {
+          refused(body.message || "The rating was not taken. Please try again.");
+        }
+      })
+      .catch(function () {
+        // No answer (the network, or not JSON): send it as a page, as without a script. A rating
+        // the server stored already is shown, not stored twice.
+        inPlace = false;
+        form.requestSubmit(submit);
+      });
+  }
+
+  function refused(message) {
+    sending = false;
+    submit.disabled = !ready;
+    var alert = document.getElementById("rate-error");
+    if (!alert) {
+      alert = document.createElement("div");
+      alert.className = "alert error";
+      alert.id = "rate-error";
+      alert.setAttribute("role", "alert");
+      side.insertBefore(alert, side.firstChild);
+    }
+    alert.textContent = message;
+  }
+
+  function showFeedback(body, received) {
+    upcoming = body.next;
+    upcoming.received = received;
+    panel.innerHTML = body.feedback.html;
+    panel.className = "rate-side feedback-main points-" + body.feedback.points_class;
+    side.hidden = true;
+    tools.hidden = true;
+    panel.hidden = false;
+    window.history.pushState({ screen: "feedback" }, "", body.feedback.url);
+    announce.textContent = body.feedback.announce;
+    var next = document.getElementById("continue");
+    next.addEventListener("click", function (event) {
+      event.preventDefault();
+      showNext();
+    });
+    next.focus();
+    // Fetch the next image now, as the page would show it (same sizes, same copy from srcset).
+    var ahead = new Image();
+    ahead.sizes = image.sizes;
+    ahead.srcset = upcoming.image.srcset;
+    ahead.src = upcoming.image.src;
+  }
+
+  function showNext() {
+    var next = upcoming;
+    if (!next) {
+      return;
+    }
+    upcoming = null;
+    document.getElementById("play-title").innerHTML = next.title_html;
+    image.removeAttribute("srcset");
+    image.width = next.image.width;
+    image.height = next.image.height;
+    if (next.image.srcset) {
+      image.srcset = next.image.srcset;
+    }
+    image.src = next.image.src;
+    while (caption.lastChild && caption.lastChild !== caption.firstElementChild) {
+      caption.removeChild(caption.lastChild);
+    }
+    caption.appendChild(document.createTextNode(next.caption));
+    form.querySelector(".original-link").href = next.original_url;
+    document.querySelectorAll('input[name="assignment"]').forEach(function (input) {
+      input.value = next.assignment_id;
+    });
+    form.querySelectorAll('input[name="value"]').forEach(function (radio) {
+      radio.checked = false;
+    });
+    if (chosen) {
+      chosen.textContent = "";
+    }
+    var alert = document.getElementById("rate-error");
+    if (alert) {
+      alert.remove();
+    }
+    var report = document.getElementById("report");
+    report.open = false;
+    document.getElementById("report-reason").value = "";
+    document.getElementById("report-text").value = "";
+    panel.hidden = true;
+    panel.innerHTML = "";
+    side.hidden = false;
+    tools.hidden = false;
+    window.history.pushState({ screen: "pair" }, "", next.url);
+    // The server's floor for this pair counts from its serve, when the rating before it was taken.
+    ready = false;
+    counting = false;
+    sending = false;
+    submit.disabled = true;
+    rendered = next.received;
+    serverWait = next.wait_ms;
+    minimum = 0;
+    status.textContent = "";
+    countdown.classList.remove("is-ready");
+    bar.style.width = "0%";
+    if (image.complete && image.naturalWidth > 0) {
+      startCountdown();
+    }
+    form.querySelector('input[name="value"]').focus();
+  }
+
+  if (inPlace) {
+    window.history.replaceState({ screen: "pair" }, "", form.dataset.pairUrl);
+    // Back and Forward between screens shown in place: the server shows what it holds at that URL.
+    window.addEventListener("popstate", function () {
+      window.location.reload();
+    });
+  }
 
   // Back from the feedback screen, a page restored from the back-forward cache would show a
   // pair already rated: ask the server for the current one instead.
@@ -142,6 +308,15 @@ rater's wall clock plays no part.
 
   document.addEventListener("keydown", function (event) {
     if (window.RatingKeys.ignored(event)) {
+      return;
+    }
+    if (upcoming) {
+      // The feedback is on screen: N or Enter shows the next pair.
+      var isN = event.key === "n" || event.key === "N";
+      if (isN || (event.key === "Enter" && !window.RatingKeys.activatesByItself(event.target))) {
+        event.preventDefault();
+        showNext();
+      }
       return;
     }
     if (/^[1-5]$/.test(event.key)) {

@@ -52,9 +52,17 @@ class Rater:
         submit.tap() if self.phone else submit.click()
 
     def rate(self, value: int) -> None:
+        self.last_pair = self.page.url
         self.choose(value)
         self.press_submit()
         self.page.wait_for_url(re.compile(r"/play/feedback/\d+/$"))
+
+    def back(self) -> None:
+        """Back from a rating's feedback (shown in place): the page asks the server for the URL it
+        goes back to, the rated pair's, which gives way to the pair open now."""
+        rated_pair = self.page.evaluate("history.state && history.state.screen") and self.last_pair
+        self.page.go_back()
+        self.page.wait_for_url(lambda url: url != rated_pair and "/feedback/" not in url)
 
     def on_screen(self) -> str:
         wait_until(self.page, "document.readyState === 'complete'")
@@ -90,7 +98,7 @@ def test_a_page_that_comes_back_never_sends_a_choice_the_rater_did_not_make(live
         page = hands.page
         page.goto(f"{live_server.url}/play/tutorial/")
         hands.rate(4)
-        page.go_back()
+        hands.back()
         assert hands.on_screen() == "Tutorial pair 2"
         assert hands.checked() == []
         page.screenshot(path=str(ARTIFACTS / f"back-after-rating-{size}.png"))
@@ -107,20 +115,31 @@ def test_a_page_that_comes_back_never_sends_a_choice_the_rater_did_not_make(live
         page.context.close()
 
     with chromium(chromium_path, back_forward_cache=True) as browser:
-        # Back from the feedback with the back-forward cache on: the page comes back from memory,
-        # as it was left, and asks the server for the pair to rate now.
+        # Back to the rating page with the back-forward cache on (from another page): the page
+        # comes back from memory, as it was left, and asks the server what its URL holds now.
         hands = Rater(signed_in(browser, live_server, player, **SIZES[size]), size)
         page = hands.page
         page.add_init_script(RECORD_RESTORE)
         page.goto(f"{live_server.url}/play/game/")
         first = hands.on_screen()  # each rater has an order of their own
-        hands.rate(3)
+        hands.choose(3)
+        page.goto(f"{live_server.url}/me/")
         page.go_back()
         wait_until(page, "sessionStorage.getItem('restored') === '1'")
         page.wait_for_selector("#rating-form")
-        assert hands.on_screen() == ({"Game pair 1", "Game pair 2"} - {first}).pop()
+        assert hands.on_screen() == first
         assert hands.checked() == []
         hands.submit_sends_nothing()
+        hands.rate(3)
+        page.goto(f"{live_server.url}/me/")
+        page.go_back(wait_until="commit")
+        # The rating page left on its feedback comes back as the server's feedback page.
+        page.wait_for_selector("#continue")
+        assert re.search(r"/play/feedback/\d+/$", page.url)
+        page.locator("#continue").click()
+        page.wait_for_selector("#rating-form")
+        assert hands.on_screen() == ({"Game pair 1", "Game pair 2"} - {first}).pop()
+        assert hands.checked() == []
         page.context.close()
 
     assert stored(Pool.TUTORIAL) == [("Tutorial pair 1", 4), ("Tutorial pair 2", 2)]

@@ -15,7 +15,6 @@ from rest_framework.authtoken.models import Token
 from scipy import stats
 
 from annotators.models import RaterProfile
-from ratinggame.game.rating import shown_stage
 from ratinggame.models import CaptionPair, Pool, PrimingStatus, Rating
 from tests.acks import acknowledged, stored_ratings
 from tests.conftest import FULL_TESTS

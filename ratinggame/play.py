@@ -1,0 +1,139 @@
+"""The rating page in one request (``POST /play/submit/``): what the page's script sends.
+
+The script posts the rating form (session and CSRF, as the form itself would); the rating and
+the rater's next pair are one call of the rating service (``rating_submit(serve_next=True)``),
+one transaction, with the rater's session, user and profile read in its first query
+(``ratinggame.game.signed_in``). The answer is JSON: the feedback as the feedback page shows it
+(its panel, ``ratinggame/_feedback_panel.html``, rendered from the feedback alone, no query) and
+the next pair, which the page shows in place when the rater presses "Next pair". Each keeps its
+URL (the feedback page's, and ``/play/<stage>/<assignment>/`` for a pair): the script pushes
+them, and Back or a reload shows what the server holds there.
+
+Whatever the in-place screen does not show (the end of a stage, the first game rating with its
+points table, a pair rated already in another tab, nothing left to rate) answers ``{"page": url}``:
+the script opens that page, as the form without a script would. A refusal answers
+``{"code", "message"}`` with its status; the too-early and invalid ones leave the pair open (the
+script says why and keeps the choice), the others also name the page to open (``"page"``).
+"""
+
+from django.conf import settings
+from django.contrib import messages
+from django.http import HttpRequest, JsonResponse
+from django.middleware.csrf import get_token
+from django.template.loader import get_template
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from annotators import journey, services
+from annotators.forms import DisputeForm
+from annotators.progress import StageProgress, stage_progress
+from ratinggame import drafts, game
+from ratinggame.feedback_text import announcement, feedback_panel_context
+from ratinggame.game.signed_in import rater_by_session
+from ratinggame.models import Pool, Rating
+from ratinggame.pairs.derivatives import display_image
+
+
+class _NotSignedIn(Exception):
+    """No rater in the request's session by the one-query read: Django's own handling decides."""
+
+
+@require_POST
+def submit(request: HttpRequest) -> JsonResponse:
+    now = timezone.now()
+    try:
+        assignment_id = int(request.POST.get("assignment", ""))
+    except ValueError:
+        return _refused("invalid", "This form did not say which pair it rates.", 400, page=reverse("annotators:play"))
+    value = request.POST.get("value", "")
+    session_key = request.COOKIES.get(settings.SESSION_COOKIE_NAME, "")
+
+    def locked_rater():
+        found = rater_by_session(session_key, now)
+        if found is None:
+            raise _NotSignedIn
+        request.user = found.user  # for what follows (the request log) without reading it again
+        return found.user, found.profile
+
+    submitted = {"assignment_id": assignment_id, "value": value, "now": now, "serve_next": True}
+    try:
+        try:
+            feedback = game.rating_submit(rater=None, locked_rater=locked_rater, **submitted)
+        except _NotSignedIn:
+            # A session Django reads otherwise (an old hash, a user with no rater profile yet) or none.
+            if not request.user.is_authenticated:
+                login = f"{settings.LOGIN_URL}?next={reverse('annotators:play')}"
+                return _refused("not_signed_in", "Your session has ended: log in again to go on.", 401, page=login)
+            feedback = game.rating_submit(rater=request.user, **submitted)
+    except game.RatingRejected as rejected:
+        if rejected.code in game.SAME_PAIR_AGAIN:
+            return _refused(rejected.code, rejected.message, rejected.status)
+        messages.error(request, rejected.message)
+        return _refused(rejected.code, rejected.message, rejected.status, page=reverse("annotators:play"))
+    return JsonResponse(_answer(request, feedback, value, now))
+
+
+def _refused(code: str, message: str, status: int, *, page: str | None = None) -> JsonResponse:
+    body = {"code": code, "message": message}
+    if page:
+        body["page"] = page
+    return JsonResponse(body, status=status)
+
+
+def _answer(request: HttpRequest, feedback: "game.Feedback", value: str, now) -> dict:
+    feedback_url = reverse("feedback", args=[feedback.assignment_id])
+    served = feedback.next
+    if feedback.already_rated and value != str(feedback.value):
+        drafts.draft_keep(request, drafts.NOT_TAKEN, assignment_id=feedback.assignment_id, value=value)
+    first_game_rating = feedback.window is not None and feedback.window.count == 1
+    if feedback.already_rated or feedback.transition or first_game_rating or served is None:
+        return {"page": feedback_url}
+    if served.stage != feedback.stage:
+        return {"page": feedback_url}
+    context = {
+        **feedback_panel_context(feedback),
+        "fb": feedback,
+        "stage": feedback.stage,
+        "continue_label": "Next pair",
+        "dispute_offered": _dispute_offered(feedback),
+        "dispute_form": DisputeForm(),
+        "csrf_token": get_token(request),
+    }
+    return {
+        "feedback": {
+            "url": feedback_url,
+            "html": get_template("ratinggame/_feedback_in_place.html").render(context),
+            "announce": announcement(feedback, None),
+            "points_class": context["points_class"],
+        },
+        "next": _next_pair(request, feedback, served, now),
+    }
+
+
+def _dispute_offered(feedback: "game.Feedback") -> bool:
+    """As the feedback page decides it (``dispute_refusal``), for a rating just stored: not
+    excluded, not disputed yet (nothing to read)."""
+    rating = Rating(stage=feedback.stage, excluded=False, reference=feedback.reference, points=feedback.points)
+    return services.dispute_refusal(rating, disputed=False) is None
+
+
+def _next_pair(request: HttpRequest, feedback: "game.Feedback", served: "game.Served", now) -> dict:
+    if served.stage == Pool.GAME:
+        progress = StageProgress(stage=Pool.GAME, score=feedback.stage_total, window=feedback.window)
+    else:
+        progress = stage_progress(request.user, served.stage)
+    image = display_image(served.image)
+    title = get_template("ratinggame/_play_title.html").render(
+        {"stage": served.stage, "served": served, "progress": progress}
+    )
+    return {
+        "assignment_id": served.assignment_id,
+        "url": reverse("rate_pair", args=[served.stage, served.assignment_id]),
+        "caption": served.caption,
+        "image": {"src": image.src, "srcset": image.srcset, "width": image.width, "height": image.height},
+        "original_url": served.image_url,
+        "wait_ms": max(0, round((served.min_submit_at - now).total_seconds() * 1000)),
+        "min_ms": round(journey.min_seconds(served.stage) * 1000),
+        "title_html": title,
+    }
