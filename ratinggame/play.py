@@ -20,6 +20,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, JsonResponse
 from django.middleware.csrf import get_token
+from django.shortcuts import resolve_url
 from django.template.loader import get_template
 from django.urls import reverse
 from django.utils import timezone
@@ -42,12 +43,14 @@ class _NotSignedIn(Exception):
 @require_POST
 def submit(request: HttpRequest) -> JsonResponse:
     now = timezone.now()
+    session_key = request.COOKIES.get(settings.SESSION_COOKIE_NAME, "")
+    if not session_key:
+        return _not_signed_in()
     try:
         assignment_id = int(request.POST.get("assignment", ""))
     except ValueError:
         return _refused("invalid", "This form did not say which pair it rates.", 400, page=reverse("annotators:play"))
     value = request.POST.get("value", "")
-    session_key = request.COOKIES.get(settings.SESSION_COOKIE_NAME, "")
 
     def locked_rater():
         found = rater_by_session(session_key, now)
@@ -63,8 +66,7 @@ def submit(request: HttpRequest) -> JsonResponse:
         except _NotSignedIn:
             # A session Django reads otherwise (an old hash, a user with no rater profile yet) or none.
             if not request.user.is_authenticated:
-                login = f"{settings.LOGIN_URL}?next={reverse('annotators:play')}"
-                return _refused("not_signed_in", "Your session has ended: log in again to go on.", 401, page=login)
+                return _not_signed_in()
             feedback = game.rating_submit(rater=request.user, **submitted)
     except game.RatingRejected as rejected:
         if rejected.code in game.SAME_PAIR_AGAIN:
@@ -72,6 +74,11 @@ def submit(request: HttpRequest) -> JsonResponse:
         messages.error(request, rejected.message)
         return _refused(rejected.code, rejected.message, rejected.status, page=reverse("annotators:play"))
     return JsonResponse(_answer(request, feedback, value, now))
+
+
+def _not_signed_in() -> JsonResponse:
+    login = f"{resolve_url(settings.LOGIN_URL)}?next={reverse('annotators:play')}"
+    return _refused("not_signed_in", "Your session has ended: log in again to go on.", 401, page=login)
 
 
 def _refused(code: str, message: str, status: int, *, page: str | None = None) -> JsonResponse:

@@ -71,6 +71,9 @@ GET_TABLE = {
     "me/": SIGNED_IN,
     "me/delete/": SIGNED_IN,
     "play/<stage:stage>/": (LOGIN, 200, REDIRECT, REDIRECT),
+    # The assignment named is rated already: it gives way to the pair open now, at its own URL.
+    "play/<stage:stage>/<int:assignment_id>/": (LOGIN, REDIRECT, REDIRECT, REDIRECT),
+    "play/submit/": (405, 405, 405, 405),
     "play/feedback/<int:assignment_id>/": (LOGIN, 200, REDIRECT, REDIRECT),
     "play/feedback/<int:assignment_id>/dispute/": (LOGIN, 405, 405, 405),
     "play/report/": (LOGIN, 405, 405, 405),
@@ -206,6 +209,8 @@ WRITE_TABLE = {
     ("POST", "play/consent/"): (LOGIN, REDIRECT, 400, 400),
     # The rating screens answer every POST with a redirect (post/redirect/get), refusals too.
     ("POST", "play/<stage:stage>/"): (LOGIN, REDIRECT, REDIRECT, REDIRECT),
+    # The rating page's script: JSON, and a form that names no pair is refused (400).
+    ("POST", "play/submit/"): (401, 400, 400, 400),
     ("POST", "play/feedback/<int:assignment_id>/dispute/"): (LOGIN, REDIRECT, REDIRECT, REDIRECT),
     ("POST", "play/report/"): (LOGIN, REDIRECT, REDIRECT, REDIRECT),
     ("POST", "research/exports/"): (LOGIN, 403, 400, 400),
