@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from django.core.files.base import ContentFile
-from playwright.sync_api import Error as PlaywrightError
 from django.test import Client
 from PIL import Image as PILImage
 from PIL import ImageDraw
+from playwright.sync_api import Error as PlaywrightError
 
 from tests.factories import ImageFactory
 
