@@ -86,11 +86,25 @@ TEMPLATES = [
 ]
 
 
+# SQLite as a server database (the embedded default serves a classroom): the write-ahead log
+# lets readers go on while one connection writes; IMMEDIATE transactions take the write lock
+# at BEGIN, so two read-then-write transactions queue behind each other instead of one failing
+# at once with "database is locked" when it upgrades its read lock (a busy timeout cannot help
+# that case); the busy timeout (seconds) is how long a transaction queues for the lock.
+# synchronous=NORMAL is durable against a process crash in WAL mode (an OS crash may lose the
+# last commits, never corrupt the file).
+_SQLITE_OPTIONS = {
+    "transaction_mode": "IMMEDIATE",
+    "timeout": env_int("DATABASE_SQLITE_TIMEOUT", 30),
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+}
+
+
 def _database_config(url: str) -> dict:
     """DATABASE_URL unset -> SQLite under var/; postgres://... or sqlite:///path otherwise."""
     if not url:
         VAR_DIR.mkdir(parents=True, exist_ok=True)
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(VAR_DIR / "db.sqlite3")}
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(VAR_DIR / "db.sqlite3"), "OPTIONS": _SQLITE_OPTIONS}
     scheme = url.split(":", 1)[0]
     if scheme not in {"postgres", "postgresql", "pgsql", "sqlite"}:
         raise ImproperlyConfigured(f"DATABASE_URL scheme {scheme!r} is not supported: use postgres:// or sqlite:///")
@@ -100,6 +114,7 @@ def _database_config(url: str) -> dict:
     if config["ENGINE"].endswith("sqlite3"):
         config.pop("CONN_MAX_AGE", None)
         config["CONN_HEALTH_CHECKS"] = False
+        config["OPTIONS"] = {**_SQLITE_OPTIONS, **config.get("OPTIONS", {})}
     # Behind a pooler in transaction mode (PgBouncer pool_mode = transaction), consecutive
     # transactions of one connection may reach different server connections: a server-side
     # cursor (QuerySet.iterator) would not survive that, so iterators fetch client-side.
