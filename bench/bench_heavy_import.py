@@ -9,6 +9,10 @@ Setups, each on a database of its own made for the run:
 
 - ``prod``: production settings (DJANGO_DEBUG=0, secret key and allowed host set), gunicorn with
   its default 30-s worker timeout, PostgreSQL, a Redis broker and one ``default`` Celery worker;
+- ``kill`` (not run by default): ``prod`` with Celery beat and a short sweep period
+  (``--sweep-seconds``); the worker is killed while the job runs and a fresh one started: the
+  job's states after the kill (sent again by the sweep and done, or failed with the reason when
+  ``--kill-folder`` removed its upload);
 - ``embedded``: what ``make run`` serves (runserver, SQLite, no broker: tasks inline, large
   imports and display copies in the embedded worker's thread).
 
@@ -17,14 +21,16 @@ Printed per setup: the upload's size, the HTTP status and time of the answer, an
 stored and the display copies made by then (they are tasks of their own, after the job), and the
 load average (1, 5, 15 min) at the answer and at the end.
 
-    .venv/bin/python bench/bench_heavy_import.py [--setups prod,embedded] [--images 100]
+    .venv/bin/python bench/bench_heavy_import.py [--setups prod,embedded,kill] [--images 100]
         [--pg postgres://postgres@127.0.0.1:5432] [--db bench_heavy] [--redis redis://127.0.0.1:6379/11]
-        [--cache /tmp/bench-heavy-pngs] [--wait 900]
+        [--cache /tmp/bench-heavy-pngs] [--wait 900] [--sweep-seconds 20] [--kill-folder]
 """
 
 import argparse
 import io
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -148,6 +154,75 @@ def prod_run(args, images: list[Path]) -> dict:
         database_drop(db_url)
 
 
+def kill_run(args, images: list[Path]) -> dict:
+    """Production setup with Celery beat and a short sweep period; the worker is killed (SIGKILL,
+    its whole process group) while the job runs, and a fresh worker started: when does the sweep
+    settle the job, and how does it end? With ``--kill-folder`` the upload's folder is removed
+    too, as in the issue, so the job cannot be run again and must fail with its reason."""
+    db_url = f"{args.pg}/{args.db}"
+    database_create(db_url)
+    media = tempfile.mkdtemp(prefix="bench-heavy-media-")
+    period = args.sweep_seconds
+    env = base_env(
+        DJANGO_DEBUG="0",
+        DJANGO_SECRET_KEY="bench-only-" + "x" * 40,
+        DJANGO_ALLOWED_HOSTS="127.0.0.1",
+        DATABASE_URL=db_url,
+        CELERY_BROKER_URL=args.redis,
+        MEDIA_ROOT=media,
+        RATINGGAME_IMPORT_SWEEP_SECONDS=str(period),
+        RATINGGAME_IMPORT_HEARTBEAT_SECONDS=str(max(1, period // 5)),
+    )
+    redis.Redis.from_url(args.redis).flushdb()
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "cwd": ROOT, "env": env}
+    worker = [PYTHON, "-m", "celery", "-A", "ratinggame", "worker", "-Q", "default", "--concurrency", "1"]
+    processes = []
+    try:
+        manage(env, "migrate", "-v0")
+        token = manage(env, "shell", "-v0", "-c", RESEARCHER_SNIPPET)
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        server = subprocess.Popen([PYTHON, "-m", "gunicorn", "ratinggame.wsgi", "--bind", f"127.0.0.1:{port}"], **quiet)
+        processes.append(server)
+        beat = [PYTHON, "-m", "celery", "-A", "ratinggame", "beat", "-s", str(Path(media) / "beat-schedule")]
+        processes.append(subprocess.Popen(beat, **quiet))
+        doomed = subprocess.Popen(worker, start_new_session=True, **quiet)
+        wait_up(url, server, "gunicorn")
+        headers = {"Authorization": f"Token {token}", "X-Forwarded-Proto": "https"}
+        manifest = "image,caption\n" + "".join(f"{path.name},colour {i}\n" for i, path in enumerate(images))
+        files = [("manifest", ("pairs.csv", manifest.encode(), "text/csv"))]
+        files += [("images", (path.name, path.read_bytes(), "image/png")) for path in images]
+        with httpx.Client(base_url=url, headers=headers, timeout=600) as client:
+            answer = client.post("/api/pairs/import", files=files)
+            job_url = answer.json()["url"]
+            while client.get(job_url).json()["status"] != "running":
+                time.sleep(0.5)
+            time.sleep(3)
+            os.killpg(doomed.pid, signal.SIGKILL)
+            doomed.wait()
+            killed = time.perf_counter()
+            killed_at = client.get(job_url).json()
+            if args.kill_folder:
+                for folder in (Path(media) / "imports").iterdir():
+                    shutil.rmtree(folder)
+            processes.append(subprocess.Popen(worker, **quiet))
+            states = [f"killed at {killed_at['progress']:.0%} ({killed_at['status']})"]
+            while time.perf_counter() - killed < args.wait:
+                job = client.get(job_url).json()
+                if job["status"] != "running" and not states[-1].startswith(job["status"]):
+                    states.append(f"{job['status']} after {time.perf_counter() - killed:.1f} s")
+                if job["status"] in ("done", "failed"):
+                    break
+                time.sleep(0.5)
+        return {"period": period, "states": states, "error": job["error"], "answer": answer.status_code}
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.wait(timeout=60)
+        database_drop(db_url)
+
+
 def embedded_run(args, images: list[Path]) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-heavy-var-") as var:
         env = base_env(RATINGGAME_VAR_DIR=var)
@@ -180,6 +255,8 @@ def main() -> None:
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/11", help="a Redis database of its own (emptied)")
     parser.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "bench-heavy-pngs"))
     parser.add_argument("--wait", type=float, default=900, help="seconds to follow the job")
+    parser.add_argument("--sweep-seconds", type=int, default=20, help="kill: the sweep's period (beat)")
+    parser.add_argument("--kill-folder", action="store_true", help="kill: remove the upload's folder too")
     args = parser.parse_args()
 
     started = time.perf_counter()
@@ -191,6 +268,16 @@ def main() -> None:
         "embedded": ("runserver, SQLite, no broker", embedded_run),
     }
     for setup in args.setups.split(","):
+        if setup == "kill":
+            result = kill_run(args, images)
+            print(
+                f"worker killed mid-import (gunicorn, PostgreSQL, Celery + beat; sweep period {result['period']} s"
+                f"{', upload folder removed' if args.kill_folder else ''}): HTTP {result['answer']}; "
+                f"{'; '.join(result['states'])}{' (' + result['error'] + ')' if result['error'] else ''}; "
+                f"load {load()}",
+                flush=True,
+            )
+            continue
         name, run = runs[setup]
         result = run(args, images)
         print(
