@@ -210,6 +210,12 @@ class TrackedJobs:
         self.model.objects.filter(pk=pk).update(status=self.done, finished_at=timezone.now(), error="", **fields)
         return self.done
 
+    def finish_claimed(self, pk: int, started_at, **fields) -> bool:
+        """``finish`` by the run whose claim (``started_at``) still holds; False when the job was
+        claimed again since (its run taken for dead) or ended."""
+        running = self.model.objects.filter(pk=pk, status=self.running, started_at=started_at)
+        return bool(running.update(status=self.done, finished_at=timezone.now(), error="", **fields))
+
     def fail(self, pk: int, error: str, **fields) -> str:
         """A job that ran and failed (its message names the reason)."""
         self.model.objects.filter(pk=pk, status=self.running).update(

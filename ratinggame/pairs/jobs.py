@@ -115,8 +115,9 @@ def import_job_execute(job_id: int) -> str:
     folder = Path(settings.MEDIA_ROOT) / job.folder
     params = job.params
     reporter = JOBS.progress_writer(job_id)
+    taken_over = False
     try:
-        with Heartbeat(job_id):
+        with Heartbeat(job_id, claimed_at=job.started_at):
             reporter(0.0, "Unpacking the images")
             zips_unpack(folder)
             report = import_manifest(
@@ -128,8 +129,12 @@ def import_job_execute(job_id: int) -> str:
                 progress=reporter,
                 # Done in the rows' own transaction: a worker that dies after the commit
                 # leaves a finished job, never one "running" for good.
-                on_written=lambda written: _finish(job_id, written),
+                on_written=lambda written: _finish(job_id, written, claimed_at=job.started_at),
             )
+    except TakenOver:
+        taken_over = True  # the files are the new run's now
+        log.warning("import job %s was taken over by another run: this one wrote nothing", job_id)
+        return "skipped"
     except ImportFailed as failed:
         message = f"{len(failed.report.errors)} invalid row(s); nothing was imported."
         return JOBS.fail(job_id, message, progress_message="Failed", **_report_fields(failed.report))
@@ -139,22 +144,33 @@ def import_job_execute(job_id: int) -> str:
         log.exception("import job %s failed", job_id)
         return JOBS.fail(job_id, f"The import failed on the server ({type(error).__name__}); nothing was imported.")
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        if not taken_over:
+            shutil.rmtree(folder, ignore_errors=True)
     if report.written:
         return JOBS.done  # finished with its rows (_finish)
-    return _finish(job_id, report)
+    return _finish(job_id, report, claimed_at=job.started_at)
 
 
-def _finish(job_id: int, report: ImportReport) -> str:
-    return JOBS.finish(job_id, progress=1.0, progress_message="Done", **_report_fields(report))
+class TakenOver(Exception):
+    """This run was taken for dead and the job claimed again: it must write nothing."""
+
+
+def _finish(job_id: int, report: ImportReport, *, claimed_at: datetime) -> str:
+    """The job done, by the run that holds its claim; else TakenOver (inside the rows'
+    transaction, that rolls the rows back: two runs of one job never both write)."""
+    fields = _report_fields(report)
+    if not JOBS.finish_claimed(job_id, claimed_at, progress=1.0, progress_message="Done", **fields):
+        raise TakenOver
+    return JOBS.done
 
 
 class Heartbeat:
     """While a job runs: ``heartbeat_at`` written every IMPORT_HEARTBEAT_SECONDS by a thread
     with its own database connection (the job's may be inside a long transaction)."""
 
-    def __init__(self, job_id: int) -> None:
+    def __init__(self, job_id: int, *, claimed_at: datetime) -> None:
         self.job_id = job_id
+        self.claimed_at = claimed_at
         self.period = settings.RATINGGAME["IMPORT_HEARTBEAT_SECONDS"]
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._beat, name=f"import-{job_id}-heartbeat", daemon=True)
@@ -171,7 +187,9 @@ class Heartbeat:
         try:
             while not self.stopped.wait(self.period):
                 try:
-                    running = ImportJob.objects.filter(pk=self.job_id, status=ImportJob.Status.RUNNING)
+                    running = ImportJob.objects.filter(
+                        pk=self.job_id, status=ImportJob.Status.RUNNING, started_at=self.claimed_at
+                    )
                     running.update(heartbeat_at=timezone.now())
                 except DatabaseError as error:  # the next beat tries again; the sweep allows for several
                     log.warning("import job %s: heartbeat not written (%s)", self.job_id, error)

@@ -110,9 +110,26 @@ def test_a_followed_job_whose_worker_died_is_settled_when_read(settings, sent_ta
 def test_a_running_job_writes_its_heartbeat(settings, sent_tasks):
     settings.RATINGGAME = {**settings.RATINGGAME, "IMPORT_HEARTBEAT_SECONDS": 0.05}
     job = queued_job()
-    ImportJob.objects.filter(pk=job.pk).update(status=ImportJob.Status.RUNNING)
     before = timezone.now()
-    with jobs.Heartbeat(job.pk) as beating:
+    ImportJob.objects.filter(pk=job.pk).update(status=ImportJob.Status.RUNNING, started_at=before)
+    claimed_at = ImportJob.objects.get(pk=job.pk).started_at
+    with jobs.Heartbeat(job.pk, claimed_at=claimed_at) as beating:
         beating.stopped.wait(0.3)
     beat = ImportJob.objects.get(pk=job.pk).heartbeat_at
     assert beat is not None and beat >= before
+
+
+def test_a_run_taken_for_dead_writes_nothing_once_the_job_was_claimed_again(settings, sent_tasks, monkeypatch):
+    # The sweep sent the job again while its first run was only slow: the first run to write must
+    # hold the job's current claim, or its rows are rolled back (never two imports of one upload).
+    job = queued_job()
+    import_manifest = jobs.import_manifest
+
+    def claimed_again_meanwhile(**kwargs):
+        ImportJob.objects.filter(pk=job.pk).update(started_at=timezone.now() + timedelta(seconds=1))
+        return import_manifest(**kwargs)
+
+    monkeypatch.setattr(jobs, "import_manifest", claimed_again_meanwhile)
+    assert import_job_execute(job.pk) == "skipped"
+    assert not CaptionPair.objects.exists()
+    assert (Path(settings.MEDIA_ROOT) / job.folder).is_dir()  # the new run's files are left to it
