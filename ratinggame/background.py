@@ -13,7 +13,10 @@ Nothing raises into the request that asked.
 Without a broker (``CELERY_BROKER_URL`` unset, the laptop default) tasks run inline, except
 the ones marked ``inline_when_eager = False``: model work on the GPU queue, which would load
 torch into the web process. Those are not sent at all; ``on_not_queued`` says how to run
-them (a management command or a worker).
+them (a management command or a worker). Tasks marked ``off_request_when_eager = True`` (work
+that can outlast a request: a large import, display copies) are run by a thread instead, the
+embedded mode's worker (``EagerWorker``), so that the request that asked answers at once
+(setting ``RATINGGAME["EAGER_IN_THREADS"]``; off, they run inline like the others).
 
 **Tracked jobs.** ``TrackedJobs`` is the life of a job row that a page follows (queued ->
 running -> done or failed): the claim by a conditional UPDATE, so that a redelivered message
@@ -22,12 +25,15 @@ the failure; the "could not queue" failure; and progress written at most every 1
 """
 
 import logging
+import queue
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from celery import Task
+from django import db
 from django.db import models, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -54,6 +60,8 @@ class BackgroundTask(Task):
     # False for model work on the GPU queue: without a broker it is not run inside the web
     # process (it would import torch there); a management command runs it instead.
     inline_when_eager = True
+    # True for work that can outlast a request: without a broker it runs in a thread.
+    off_request_when_eager = False
 
     def dispatch(self, *args, on_not_queued: Callable[[NotQueued], None] | None = None, **kwargs) -> None:
         """Send ``self(*args, **kwargs)`` after the current transaction commits (at once outside one)."""
@@ -65,9 +73,21 @@ class BackgroundTask(Task):
             return NotQueued(NO_BROKER)
         return None
 
+    def runs_in_thread(self) -> bool:
+        from django.conf import settings
+
+        return (
+            self.app.conf.task_always_eager
+            and self.off_request_when_eager
+            and settings.RATINGGAME.get("EAGER_IN_THREADS", False)
+        )
+
     def send_now(self, args: tuple, kwargs: dict, on_not_queued: Callable[[NotQueued], None] | None = None) -> bool:
         """Send the message now; True when it was queued (or run inline)."""
         reason = self.not_run_here()
+        if reason is None and self.runs_in_thread():
+            EAGER_WORKER.submit(self, args, kwargs)
+            return True
         if reason is None:
             try:
                 self.apply_async(args, kwargs)
@@ -78,6 +98,58 @@ class BackgroundTask(Task):
         if on_not_queued is not None:
             on_not_queued(reason)
         return False
+
+
+class EagerWorker:
+    """The embedded mode's worker: one thread that runs the tasks given to it in order, each with
+    its own database connection, and ends once it has nothing left to do.
+
+    Not a daemon: a process that ends normally (a management command, a server stopped) first
+    finishes what it was given. A process killed outright loses the queue with it; the tasks'
+    own guarantees (a tracked job's heartbeat and sweep, ``make_derivatives``) cover that as
+    they cover a dead worker.
+    """
+
+    IDLE_SECONDS = 1.0
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue = queue.Queue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, task: "BackgroundTask", args: tuple, kwargs: dict) -> None:
+        with self._lock:
+            self._queue.put((task, args, kwargs))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="eager-worker")
+                self._thread.start()
+
+    def join(self) -> None:
+        """Wait until every task given so far has run (tests; a process that ends cleanly)."""
+        self._queue.join()
+
+    def _run(self) -> None:
+        try:
+            while True:
+                try:
+                    task, args, kwargs = self._queue.get(timeout=self.IDLE_SECONDS)
+                except queue.Empty:
+                    with self._lock:
+                        if self._queue.empty():
+                            self._thread = None
+                            return
+                    continue
+                try:
+                    task.apply(args, kwargs)
+                except Exception:
+                    log.exception("%s failed in the embedded worker", task.name)
+                finally:
+                    self._queue.task_done()
+        finally:
+            db.connections.close_all()
+
+
+EAGER_WORKER = EagerWorker()
 
 
 def task_named(task_name: str) -> BackgroundTask:
@@ -137,6 +209,12 @@ class TrackedJobs:
     def finish(self, pk: int, **fields) -> str:
         self.model.objects.filter(pk=pk).update(status=self.done, finished_at=timezone.now(), error="", **fields)
         return self.done
+
+    def finish_claimed(self, pk: int, started_at, **fields) -> bool:
+        """``finish`` by the run whose claim (``started_at``) still holds; False when the job was
+        claimed again since (its run taken for dead) or ended."""
+        running = self.model.objects.filter(pk=pk, status=self.running, started_at=started_at)
+        return bool(running.update(status=self.done, finished_at=timezone.now(), error="", **fields))
 
     def fail(self, pk: int, error: str, **fields) -> str:
         """A job that ran and failed (its message names the reason)."""

@@ -9,14 +9,14 @@ with a redirect.
 
 from django.conf import settings
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotators.roles import researcher_required
 from ratinggame.models import ImportJob, Pool
 from ratinggame.pairs.importing import ManifestError
-from ratinggame.pairs.jobs import import_job_start
+from ratinggame.pairs.jobs import import_job_read, import_job_start
 from ratinggame.pairs.validation import PairInvalid
 
 _LISTED = 20
@@ -62,13 +62,23 @@ def _import_start(request: HttpRequest) -> HttpResponse:
 @require_GET
 @researcher_required
 def import_job(request: HttpRequest, import_id: int) -> HttpResponse:
+    _settled(import_id)
     job = get_object_or_404(ImportJob.objects.select_related("created_by"), pk=import_id)
     return render(request, "ratinggame/import_job.html", {"job": job})
+
+
+def _settled(import_id: int) -> None:
+    """A job whose worker died is settled when it is followed (``import_job_read``)."""
+    try:
+        import_job_read(import_id)
+    except ImportJob.DoesNotExist:
+        raise Http404 from None
 
 
 @require_GET
 @researcher_required
 def import_job_status(request: HttpRequest, import_id: int) -> JsonResponse:
+    _settled(import_id)
     job = get_object_or_404(ImportJob, pk=import_id)
     return JsonResponse(
         {

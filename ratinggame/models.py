@@ -379,6 +379,9 @@ class ImportJob(TrackedJob):
     # [{"row": line number, "reason": "..."}] (all of them stop the import unless skip_invalid).
     report = models.JSONField(default=dict, blank=True)
     row_errors = models.JSONField(default=list, blank=True)
+    # Written by the running job every IMPORT_HEARTBEAT_SECONDS: a running job without one for
+    # longer than the sweep's period lost its worker (ratinggame.pairs.jobs.import_jobs_sweep).
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -86,11 +86,25 @@ TEMPLATES = [
 ]
 
 
+# SQLite as a server database (the embedded default serves a classroom): the write-ahead log
+# lets readers go on while one connection writes; IMMEDIATE transactions take the write lock
+# at BEGIN, so two read-then-write transactions queue behind each other instead of one failing
+# at once with "database is locked" when it upgrades its read lock (a busy timeout cannot help
+# that case); the busy timeout (seconds) is how long a transaction queues for the lock.
+# synchronous=NORMAL is durable against a process crash in WAL mode (an OS crash may lose the
+# last commits, never corrupt the file).
+_SQLITE_OPTIONS = {
+    "transaction_mode": "IMMEDIATE",
+    "timeout": env_int("DATABASE_SQLITE_TIMEOUT", 30),
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+}
+
+
 def _database_config(url: str) -> dict:
     """DATABASE_URL unset -> SQLite under var/; postgres://... or sqlite:///path otherwise."""
     if not url:
         VAR_DIR.mkdir(parents=True, exist_ok=True)
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(VAR_DIR / "db.sqlite3")}
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(VAR_DIR / "db.sqlite3"), "OPTIONS": _SQLITE_OPTIONS}
     scheme = url.split(":", 1)[0]
     if scheme not in {"postgres", "postgresql", "pgsql", "sqlite"}:
         raise ImproperlyConfigured(f"DATABASE_URL scheme {scheme!r} is not supported: use postgres:// or sqlite:///")
@@ -100,6 +114,7 @@ def _database_config(url: str) -> dict:
     if config["ENGINE"].endswith("sqlite3"):
         config.pop("CONN_MAX_AGE", None)
         config["CONN_HEALTH_CHECKS"] = False
+        config["OPTIONS"] = {**_SQLITE_OPTIONS, **config.get("OPTIONS", {})}
     # Behind a pooler in transaction mode (PgBouncer pool_mode = transaction), consecutive
     # transactions of one connection may reach different server connections: a server-side
     # cursor (QuerySet.iterator) would not survive that, so iterators fetch client-side.
@@ -213,9 +228,21 @@ RATINGGAME = {
     "MAX_UPLOAD_BYTES": env_int("RATINGGAME_MAX_UPLOAD_BYTES", 500 * 1024 * 1024),
     "MAX_UNZIPPED_BYTES": env_int("RATINGGAME_MAX_UNZIPPED_BYTES", 2 * 1024 * 1024 * 1024),
     "MAX_ZIP_MEMBERS": env_int("RATINGGAME_MAX_ZIP_MEMBERS", 50_000),
-    # A manifest upload with more rows is imported by a worker (a tracked job; the request
-    # answers 202 with the job's address) instead of within the request.
+    # A manifest upload over any of these is imported by a worker (a tracked job; the request
+    # answers 202 with the job's address) instead of within the request
+    # (ratinggame.pairs.workload). Checking an image decodes every pixel: 100 megapixels take
+    # about a second or two on one core.
     "IMPORT_INLINE_MAX_ROWS": env_int("RATINGGAME_IMPORT_INLINE_MAX_ROWS", 1000),
+    "IMPORT_INLINE_MAX_FILES": env_int("RATINGGAME_IMPORT_INLINE_MAX_FILES", 500),
+    "IMPORT_INLINE_MAX_BYTES": env_int("RATINGGAME_IMPORT_INLINE_MAX_BYTES", 50 * 1024 * 1024),
+    "IMPORT_INLINE_MAX_PIXELS": env_int("RATINGGAME_IMPORT_INLINE_MAX_PIXELS", 100_000_000),
+    # A running import job writes a heartbeat this often; the sweep (Celery beat, and any read
+    # of the job) settles a running job whose last heartbeat is older than IMPORT_SWEEP_SECONDS.
+    "IMPORT_HEARTBEAT_SECONDS": env_int("RATINGGAME_IMPORT_HEARTBEAT_SECONDS", 15),
+    "IMPORT_SWEEP_SECONDS": env_int("RATINGGAME_IMPORT_SWEEP_SECONDS", 120),
+    # Without a broker, work that can outlast a request (large imports, display copies) runs in
+    # a thread of the web process rather than inside the request (ratinggame.background).
+    "EAGER_IN_THREADS": env_bool("RATINGGAME_EAGER_IN_THREADS", True),
     # Production image serving (ratinggame.pairs.media): empty -> the web process sends the file;
     # a prefix such as /protected-media/ -> an X-Accel-Redirect for nginx to send it.
     "MEDIA_ACCEL_REDIRECT": env_str("RATINGGAME_MEDIA_ACCEL_REDIRECT", ""),
@@ -323,8 +350,10 @@ CELERY_BEAT_SCHEDULE: dict = {
     "release-expired-assignments": {"task": "ratinggame.tasks.release_expired_assignments", "schedule": 60.0},
     # Pairs whose stored aggregates drifted from their ratings are repaired and logged.
     "check-aggregates": {"task": "ratinggame.tasks.check_aggregates", "schedule": 6 * 3600.0},
-    # Imports a dead worker left are sent again; files and upload folders no row uses are deleted.
+    # Files and upload folders no row uses are deleted.
     "sweep-storage": {"task": "ratinggame.tasks.sweep_storage", "schedule": 3600.0},
+    # Import jobs whose worker died (no heartbeat for a period) are resumed or failed with the reason.
+    "sweep-imports": {"task": "ratinggame.tasks.sweep_imports", "schedule": float(RATINGGAME["IMPORT_SWEEP_SECONDS"])},
 }
 
 # --- REST API (ratinggame.api) ----------------------------------------------------------

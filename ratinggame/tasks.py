@@ -13,7 +13,7 @@ from ratinggame.game.aggregates import pairs_aggregates_check
 from ratinggame.game.assignment import assignments_release_expired
 from ratinggame.models import Image
 from ratinggame.pairs.derivatives import derivatives_make
-from ratinggame.pairs.jobs import TIME_LIMIT_SECONDS, import_folders_delete, import_job_execute, import_jobs_resume
+from ratinggame.pairs.jobs import TIME_LIMIT_SECONDS, import_folders_delete, import_job_execute, import_jobs_sweep
 from ratinggame.pairs.services import media_orphans_delete
 
 log = logging.getLogger(__name__)
@@ -24,6 +24,12 @@ ORPHAN_GRACE = timedelta(days=1)
 # Expired slots released per run: a run takes a second or so at most, and what it leaves is
 # taken by the next run (or by a rater who finds no pair).
 RELEASE_BATCH = 1000
+
+
+class OffRequestTask(BackgroundTask):
+    """Work that can outlast a request: without a broker, the embedded mode's thread runs it."""
+
+    off_request_when_eager = True
 
 
 @shared_task(base=BackgroundTask, name="ratinggame.tasks.check_aggregates", acks_late=True, time_limit=30 * 60)
@@ -38,7 +44,7 @@ def check_aggregates() -> int:
 
 
 @shared_task(
-    base=BackgroundTask,
+    base=OffRequestTask,
     name="ratinggame.tasks.import_job_run",
     queue="default",
     acks_late=True,
@@ -50,18 +56,25 @@ def import_job_run(job_id: int) -> str:
     return import_job_execute(job_id)
 
 
+@shared_task(base=BackgroundTask, name="ratinggame.tasks.sweep_imports", acks_late=True, time_limit=120)
+def sweep_imports() -> dict:
+    """Periodic: import jobs whose worker died (no heartbeat for the sweep's period) are sent
+    again while their files are there, else marked failed with the reason."""
+    return import_jobs_sweep()
+
+
 @shared_task(base=BackgroundTask, name="ratinggame.tasks.sweep_storage", acks_late=True, time_limit=30 * 60)
 def sweep_storage() -> dict:
-    """Periodic: resume imports a dead worker left, then delete what no row uses any more."""
+    """Periodic: settle lost imports first (their folders are then free), then delete what no row uses any more."""
     return {
-        "imports_resumed": import_jobs_resume(),
+        "imports": import_jobs_sweep(),
         "folders_deleted": import_folders_delete(older_than=ORPHAN_GRACE),
         "images_deleted": media_orphans_delete(older_than=ORPHAN_GRACE),
     }
 
 
 @shared_task(
-    base=BackgroundTask,
+    base=OffRequestTask,
     name="ratinggame.tasks.make_derivatives",
     acks_late=True,
     autoretry_for=(OperationalError, InterfaceError),

@@ -39,8 +39,10 @@ def port_open(host: str, port: int) -> bool:
 
 @pytest.fixture(autouse=True)
 def _isolated_media(settings, tmp_path):
-    """Every test stores images under its own temporary MEDIA_ROOT, with tasks inline."""
+    """Every test stores images under its own temporary MEDIA_ROOT, with tasks inline (none in
+    the embedded mode's thread, unless a test asks for it)."""
     settings.MEDIA_ROOT = tmp_path / "media"
+    settings.RATINGGAME = {**settings.RATINGGAME, "EAGER_IN_THREADS": False}
     from ratinggame.celery import app
 
     eager = app.conf.task_always_eager

@@ -9,6 +9,8 @@ row); a large one runs on a worker, and the request answers 202 with the job to 
 ``GET /api/imports/{id}/``.
 """
 
+import contextlib
+
 import django_filters
 from django.conf import settings
 from django.urls import reverse
@@ -26,7 +28,7 @@ from ratinggame.api.permissions import IsResearcher
 from ratinggame.game.aggregates import in_force
 from ratinggame.models import Assignment, CaptionPair, CaptionSource, Image, ImportJob, Pool, PrimingStatus
 from ratinggame.pairs.importing import ManifestError
-from ratinggame.pairs.jobs import JOBS, import_job_start
+from ratinggame.pairs.jobs import JOBS, import_job_read, import_job_start
 from ratinggame.pairs.validation import PairInvalid
 from ratinggame.unavailable import retry_later
 from scoring.consensus import consensus_from_aggregates
@@ -283,4 +285,6 @@ class ImportJobDetail(generics.RetrieveAPIView):
 
     @extend_schema(tags=[TAG], responses={200: ImportJobSerializer, 404: ErrorSerializer})
     def get(self, request: Request, *args, **kwargs) -> Response:
+        with contextlib.suppress(ImportJob.DoesNotExist):
+            import_job_read(kwargs["pk"])  # a job whose worker died is settled when it is followed
         return super().get(request, *args, **kwargs)

@@ -349,12 +349,14 @@ def import_manifest(
     dry_run: bool = False,
     skip_invalid: bool = False,
     progress: Progress | None = None,
+    on_written: Callable[[ImportReport], None] | None = None,
 ) -> ImportReport:
     """Check every row, then write all of them in one transaction (or none).
 
     ``progress`` hears where the import is: checking the rows (the first 80%), then that it
     writes (the writing itself is one transaction: a progress row updated inside it would be
-    seen by nobody before the commit).
+    seen by nobody before the commit). ``on_written`` is called with the report inside that
+    transaction, after the last row: what it writes is committed with the rows or not at all.
     """
     pool = clean_pool(pool)
     if not images_dir.is_dir():
@@ -375,7 +377,9 @@ def import_manifest(
         progress(0.8, f"Writing {len(valid):,} pairs")
     with transaction.atomic():
         _write_rows(valid, report, source=f"imported from {manifest.name}")
-    report.written = True
+        report.written = True
+        if on_written is not None:
+            on_written(report)
     return report
 
 

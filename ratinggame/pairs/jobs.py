@@ -1,30 +1,39 @@
-"""Manifest imports as tracked jobs (ImportJob): start one from an upload, run it, clean up after it.
+"""Manifest imports as tracked jobs (ImportJob): start one from an upload, run it, settle it, clean up.
 
 ``import_job_start`` stores the upload in the job's folder (MEDIA_ROOT/imports/<name>/, shared
-by the web and worker machines like the images) and runs the import: at once, in the calling
-process, when the manifest has at most RATINGGAME["IMPORT_INLINE_MAX_ROWS"] rows, else on a
-worker (``ratinggame.tasks.import_job_run``) while the caller answers with the job to follow.
-Either way the importer is ``manage.py import_pairs``'s (``ratinggame.pairs.importing``):
-every row checked first, all or nothing, the refused rows named on the job. The job's life
-(claim, progress, end, a broker that did not answer) is ``ratinggame.background.TrackedJobs``.
+by the web and worker machines like the images), measures its work (rows, files, bytes, and
+the pixels the image headers declare: ``ratinggame.pairs.workload``) and runs the import: at
+once, in the calling process, when the work is within every inline limit, else on a worker
+(``ratinggame.tasks.import_job_run``; the embedded mode's thread without a broker) while the
+caller answers with the job to follow. Either way the importer is ``manage.py import_pairs``'s
+(``ratinggame.pairs.importing``): every row checked first, all or nothing, the refused rows
+named on the job. Display copies are never made here: each stored image asks for its own task.
+The job's life (claim, progress, end, a broker that did not answer) is
+``ratinggame.background.TrackedJobs``.
 
-A worker killed during an import leaves nothing in the database (one transaction) and its
-job "running": ``import_jobs_resume`` sends it again once it is stale, from the files still in
-its folder. ``import_folders_delete`` removes the folders no queued or running job uses.
+Every job reaches a final state. The job is marked done in the transaction that writes its
+rows, so a worker that dies after that commit leaves a finished job. A running job writes a
+heartbeat (``heartbeat_at``); one whose heartbeat is older than the sweep's period lost its
+worker before writing anything: ``import_jobs_sweep`` (Celery beat, every
+IMPORT_SWEEP_SECONDS, and any read of the job) sends it again while its files are there, at
+most MAX_ATTEMPTS times, and otherwise marks it failed with the reason.
+``import_folders_delete`` removes the folders no queued or running job uses.
 """
 
 import logging
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import asdict
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.files.uploadedfile import UploadedFile
+from django.db import DatabaseError, connection
 from django.db.models import Q
 from django.utils import timezone
 
@@ -33,6 +42,7 @@ from ratinggame.models import ImportJob, Pool
 from ratinggame.pairs.importing import ImportFailed, ImportReport, ManifestError, import_manifest, read_manifest_rows
 from ratinggame.pairs.uploads import IMAGES, upload_store, zips_unpack
 from ratinggame.pairs.validation import PairInvalid, clean_pool
+from ratinggame.pairs.workload import InlineLimits, runs_inline, workload_measure
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +50,8 @@ IMPORTS_DIR = "imports"
 # Hard limit of the import task; a job still "running" this long after it started lost its worker.
 TIME_LIMIT_SECONDS = 2 * 60 * 60
 JOBS = TrackedJobs(ImportJob, stale_after=timedelta(seconds=TIME_LIMIT_SECONDS))
+# Runs of one job that ended with their worker: past it the job fails instead of killing another.
+MAX_ATTEMPTS = 3
 
 
 def import_job_start(
@@ -61,9 +73,11 @@ def import_job_start(
     pool = clean_pool(pool)
     name = uuid.uuid4().hex
     folder = Path(settings.MEDIA_ROOT) / IMPORTS_DIR / name
+    limits = InlineLimits.from_settings(settings.RATINGGAME)
     try:
         manifest_path = upload_store(folder=folder, manifest=manifest, files=files)
         rows = len(read_manifest_rows(manifest_path.read_bytes(), manifest_path.name))
+        work = workload_measure(folder=folder, rows=rows, limits=limits)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
@@ -74,7 +88,7 @@ def import_job_start(
         folder=f"{IMPORTS_DIR}/{name}",
         progress_message="Queued",
     )
-    if rows <= settings.RATINGGAME["IMPORT_INLINE_MAX_ROWS"]:
+    if runs_inline(work, limits):
         import_job_execute(job.pk)
     else:
         dispatch("ratinggame.tasks.import_job_run", job.pk, on_not_queued=lambda reason: _not_queued(job, reason))
@@ -94,24 +108,33 @@ def _report_fields(report: ImportReport) -> dict:
 
 def import_job_execute(job_id: int) -> str:
     """Run one job: claim it, unpack its zips, import; returns the final status (or "skipped")."""
-    if not JOBS.claim(job_id, progress=0.0, progress_message="Starting", error=""):
+    if not JOBS.claim(job_id, progress=0.0, progress_message="Starting", error="", heartbeat_at=timezone.now()):
         log.info("import job %s is not queued (or is running elsewhere): skipped", job_id)
         return "skipped"
     job = ImportJob.objects.get(pk=job_id)
     folder = Path(settings.MEDIA_ROOT) / job.folder
     params = job.params
     reporter = JOBS.progress_writer(job_id)
+    taken_over = False
     try:
-        reporter(0.0, "Unpacking the images")
-        zips_unpack(folder)
-        report = import_manifest(
-            manifest=folder / params["manifest"],
-            images_dir=folder / IMAGES,
-            pool=params["pool"],
-            dry_run=params["dry_run"],
-            skip_invalid=params["skip_invalid"],
-            progress=reporter,
-        )
+        with Heartbeat(job_id, claimed_at=job.started_at):
+            reporter(0.0, "Unpacking the images")
+            zips_unpack(folder)
+            report = import_manifest(
+                manifest=folder / params["manifest"],
+                images_dir=folder / IMAGES,
+                pool=params["pool"],
+                dry_run=params["dry_run"],
+                skip_invalid=params["skip_invalid"],
+                progress=reporter,
+                # Done in the rows' own transaction: a worker that dies after the commit
+                # leaves a finished job, never one "running" for good.
+                on_written=lambda written: _finish(job_id, written, claimed_at=job.started_at),
+            )
+    except TakenOver:
+        taken_over = True  # the files are the new run's now
+        log.warning("import job %s was taken over by another run: this one wrote nothing", job_id)
+        return "skipped"
     except ImportFailed as failed:
         message = f"{len(failed.report.errors)} invalid row(s); nothing was imported."
         return JOBS.fail(job_id, message, progress_message="Failed", **_report_fields(failed.report))
@@ -121,25 +144,116 @@ def import_job_execute(job_id: int) -> str:
         log.exception("import job %s failed", job_id)
         return JOBS.fail(job_id, f"The import failed on the server ({type(error).__name__}); nothing was imported.")
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
-    return JOBS.finish(job_id, progress=1.0, progress_message="Done", **_report_fields(report))
+        if not taken_over:
+            shutil.rmtree(folder, ignore_errors=True)
+    if report.written:
+        return JOBS.done  # finished with its rows (_finish)
+    return _finish(job_id, report, claimed_at=job.started_at)
 
 
-def import_jobs_resume() -> list[int]:
-    """Send again the jobs whose worker was lost (running, stale) or whose message was (queued,
-    stale), when their files are still there; the claim lets exactly one worker run each."""
-    cutoff = timezone.now() - JOBS.stale_after
-    lost = ImportJob.objects.filter(
-        Q(status=ImportJob.Status.RUNNING, started_at__lt=cutoff)
-        | Q(status=ImportJob.Status.QUEUED, created_at__lt=cutoff)
+class TakenOver(Exception):
+    """This run was taken for dead and the job claimed again: it must write nothing."""
+
+
+def _finish(job_id: int, report: ImportReport, *, claimed_at: datetime) -> str:
+    """The job done, by the run that holds its claim; else TakenOver (inside the rows'
+    transaction, that rolls the rows back: two runs of one job never both write)."""
+    fields = _report_fields(report)
+    if not JOBS.finish_claimed(job_id, claimed_at, progress=1.0, progress_message="Done", **fields):
+        raise TakenOver
+    return JOBS.done
+
+
+class Heartbeat:
+    """While a job runs: ``heartbeat_at`` written every IMPORT_HEARTBEAT_SECONDS by a thread
+    with its own database connection (the job's may be inside a long transaction)."""
+
+    def __init__(self, job_id: int, *, claimed_at: datetime) -> None:
+        self.job_id = job_id
+        self.claimed_at = claimed_at
+        self.period = settings.RATINGGAME["IMPORT_HEARTBEAT_SECONDS"]
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._beat, name=f"import-{job_id}-heartbeat", daemon=True)
+
+    def __enter__(self) -> "Heartbeat":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.stopped.set()
+        self.thread.join()
+
+    def _beat(self) -> None:
+        try:
+            while not self.stopped.wait(self.period):
+                try:
+                    running = ImportJob.objects.filter(
+                        pk=self.job_id, status=ImportJob.Status.RUNNING, started_at=self.claimed_at
+                    )
+                    running.update(heartbeat_at=timezone.now())
+                except DatabaseError as error:  # the next beat tries again; the sweep allows for several
+                    log.warning("import job %s: heartbeat not written (%s)", self.job_id, error)
+        finally:
+            connection.close()
+
+
+def _silent_since() -> datetime:
+    return timezone.now() - timedelta(seconds=settings.RATINGGAME["IMPORT_SWEEP_SECONDS"])
+
+
+def _lost() -> Q:
+    """Running jobs whose worker is gone (no heartbeat for the sweep's period), and queued jobs
+    whose message was lost (waiting longer than a run may last)."""
+    silent = _silent_since()
+    return Q(status=ImportJob.Status.RUNNING) & (
+        Q(heartbeat_at__lt=silent) | Q(heartbeat_at__isnull=True, started_at__lt=silent)
+    ) | Q(status=ImportJob.Status.QUEUED, created_at__lt=timezone.now() - JOBS.stale_after)
+
+
+def import_job_settle(job: ImportJob) -> str | None:
+    """Bring a lost job (see ``_lost``) to a state that moves: sent again while its files are
+    there and it has runs left, else failed with the reason. Returns "resumed", "failed" or
+    None (the job is not lost). Conditional updates: a sweep and a read at once act once."""
+    lost = ImportJob.objects.filter(_lost(), pk=job.pk, status=job.status)
+    attempts = job.params.get("attempts", 0) + (job.status == ImportJob.Status.RUNNING)
+    if (Path(settings.MEDIA_ROOT) / job.folder).is_dir() and attempts < MAX_ATTEMPTS:
+        params = {**job.params, "attempts": attempts}
+        if not lost.update(status=ImportJob.Status.QUEUED, params=params, progress=0.0, progress_message="Queued"):
+            return None
+        # A broker that does not answer leaves the job queued, for the next sweep.
+        dispatch("ratinggame.tasks.import_job_run", job.pk)
+        return "resumed"
+    if attempts >= MAX_ATTEMPTS:
+        error = f"The import stopped with its worker {attempts} times; nothing was imported. Split the upload."
+    else:
+        error = (
+            "The import stopped before it wrote anything (its worker or its message was lost) "
+            "and its upload is gone: upload it again."
+        )
+    updated = lost.update(
+        status=ImportJob.Status.FAILED, error=error, finished_at=timezone.now(), progress_message="Failed"
     )
-    resent = []
-    for job in lost:
-        if (Path(settings.MEDIA_ROOT) / job.folder).is_dir():
-            # A broker that does not answer leaves the job as it is, for the next call.
-            dispatch("ratinggame.tasks.import_job_run", job.pk)
-            resent.append(job.pk)
-    return resent
+    return "failed" if updated else None
+
+
+def import_job_read(pk: int) -> ImportJob:
+    """The job, settled first when it is lost: without Celery beat (the embedded mode) the
+    page or API client that follows a job is what notices its worker died. Raises DoesNotExist."""
+    job = ImportJob.objects.get(pk=pk)
+    if job.status in (ImportJob.Status.QUEUED, ImportJob.Status.RUNNING) and import_job_settle(job):
+        job.refresh_from_db()
+    return job
+
+
+def import_jobs_sweep() -> dict[str, list[int]]:
+    """Settle every lost job (``import_job_settle``): the periodic sweep."""
+    settled: dict[str, list[int]] = {"resumed": [], "failed": []}
+    for job in ImportJob.objects.filter(_lost()):
+        outcome = import_job_settle(job)
+        if outcome is not None:
+            settled[outcome].append(job.pk)
+            log.warning("import job %s lost its worker: %s", job.pk, outcome)
+    return settled
 
 
 def import_folders_delete(*, older_than: timedelta) -> list[str]:

@@ -85,6 +85,67 @@ def test_sqlite_url_selects_that_file(tmp_path):
     assert conf["name"] == str(target)
 
 
+# Sixteen threads each run read-then-write transactions on the project's SQLite connection
+# (the read of a counter, then its update: the shape of every game write). With SQLite's
+# defaults (deferred transactions, rollback journal) two such transactions deadlock on the
+# upgrade of their read lock and one fails at once with "database is locked", whatever the
+# busy timeout; with IMMEDIATE transactions they queue, and no increment is lost.
+CONCURRENT_WRITERS = """
+import json, threading, django
+from django.db import connection, transaction
+django.setup()
+THREADS, ROUNDS = 16, 15
+with connection.cursor() as cursor:
+    cursor.execute("CREATE TABLE counter (v integer)")
+    cursor.execute("INSERT INTO counter VALUES (0)")
+    cursor.execute("PRAGMA journal_mode")
+    journal = cursor.fetchone()[0]
+errors = []
+barrier = threading.Barrier(THREADS)
+def writer():
+    barrier.wait()
+    try:
+        for _ in range(ROUNDS):
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("SELECT v FROM counter")
+                value = cursor.fetchone()[0]
+                cursor.execute("UPDATE counter SET v = %s", [value + 1])
+    except Exception as error:
+        errors.append(str(error))
+    finally:
+        connection.close()
+threads = [threading.Thread(target=writer) for _ in range(THREADS)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+with connection.cursor() as cursor:
+    cursor.execute("SELECT v FROM counter")
+    total = cursor.fetchone()[0]
+print(json.dumps({"journal": journal, "errors": errors, "total": total, "expected": THREADS * ROUNDS}))
+"""
+
+
+@pytest.mark.parametrize("url", ["", "sqlite:///{tmp}/file.sqlite3"], ids=["default", "sqlite-url"])
+def test_concurrent_writers_on_sqlite_queue_instead_of_failing_with_database_is_locked(tmp_path, url):
+    environment = {k: v for k, v in os.environ.items() if k not in CLEARED}
+    environment.update({"DJANGO_SETTINGS_MODULE": "ratinggame.settings", "RATINGGAME_VAR_DIR": str(tmp_path / "var")})
+    environment["DATABASE_URL"] = url.format(tmp=tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-c", CONCURRENT_WRITERS],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    assert outcome["journal"] == "wal"
+    assert outcome["errors"] == []
+    assert outcome["total"] == outcome["expected"]
+
+
 def test_unsupported_database_scheme_is_a_clear_error(tmp_path):
     result = probe(tmp_path, DATABASE_URL="mysql://root@localhost/x")
     assert result.returncode != 0

@@ -11,7 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
 from ratinggame.models import CaptionPair, Image, ImportJob
-from ratinggame.pairs.jobs import import_folders_delete, import_job_execute, import_job_start, import_jobs_resume
+from ratinggame.pairs.jobs import import_folders_delete, import_job_execute, import_job_start, import_jobs_sweep
 from tests.factories import png_bytes
 from tests.ratinggame.api_helpers import error_of, image_file, researcher, token_client, zip_bytes
 
@@ -114,10 +114,13 @@ def test_a_job_whose_worker_died_is_resumed_and_imports_once(settings, sent_task
         files=[SimpleUploadedFile("photos.zip", zip_bytes({f"p{i}.png": png_bytes(700 + i) for i in range(3)}))],
     )
     # A worker claimed it and was killed: the job is running, its files are still there.
-    ImportJob.objects.filter(pk=job.pk).update(status=ImportJob.Status.RUNNING, started_at=timezone.now())
-    assert import_jobs_resume() == []  # not stale yet: its worker may be alive
-    ImportJob.objects.filter(pk=job.pk).update(started_at=timezone.now() - timedelta(hours=3))
-    assert import_jobs_resume() == [job.pk]
+    now = timezone.now()
+    ImportJob.objects.filter(pk=job.pk).update(status=ImportJob.Status.RUNNING, started_at=now, heartbeat_at=now)
+    assert import_jobs_sweep() == {"resumed": [], "failed": []}  # its heartbeat is fresh: its worker may be alive
+    silent = now - timedelta(seconds=settings.RATINGGAME["IMPORT_SWEEP_SECONDS"] + 1)
+    ImportJob.objects.filter(pk=job.pk).update(heartbeat_at=silent)
+    assert import_jobs_sweep() == {"resumed": [job.pk], "failed": []}
+    assert ImportJob.objects.get(pk=job.pk).status == ImportJob.Status.QUEUED
     assert import_job_execute(job.pk) == "done"
     assert CaptionPair.objects.count() == 3
 
@@ -154,7 +157,7 @@ def test_the_hourly_sweep_resumes_lost_imports_and_deletes_what_no_row_uses(
     with django_capture_on_commit_callbacks(execute=True):
         swept = sweep_storage.run()
 
-    assert swept["imports_resumed"] == [lost.pk]
+    assert swept["imports"] == {"resumed": [lost.pk], "failed": []}
     assert sent_tasks == [("ratinggame.tasks.import_job_run", (lost.pk,))]
     assert swept["images_deleted"] == [f"images/cd/{orphan.name}"] and not orphan.exists()
     assert swept["folders_deleted"] == []  # the lost job's files wait for its new run
