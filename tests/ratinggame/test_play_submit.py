@@ -1,0 +1,141 @@
+"""The rating in one request (issue 22): the rating page's ``POST /play/submit/`` and the API's
+hot path (``ratinggame.api.submit_fast``), against what the pages and DRF answered before."""
+
+import json
+
+import pytest
+from django.core.cache import cache
+from django.test import Client
+from rest_framework.test import APIClient
+
+from annotators.models import RaterState
+from ratinggame import game
+from ratinggame.api import submit_fast
+from ratinggame.api.game import SubmitAnswerSerializer, SubmittedSerializer
+from ratinggame.models import Assignment, Rating
+from tests.ratinggame.api_helpers import token_client
+from tests.ratinggame.journey_helpers import game_pairs, rater, tutorial_pairs
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def quick(settings):
+    cache.clear()
+    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 0, "CONTROL_EVERY": 0}
+
+
+def browser_of(user) -> tuple[Client, str, int]:
+    """A signed-in browser on its rating page: the client, its CSRF token, the pair open."""
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(user)
+    page = browser.get("/play/", follow=True)
+    return browser, browser.cookies["csrftoken"].value, page.context["served"].assignment_id
+
+
+def test_a_game_rating_answers_its_feedback_and_the_next_pair_served_with_it(quick):
+    game_pairs(4, primes=[3.0, 3.0])
+    user = rater(RaterState.GAME, window_count=20, window_points=40)
+    browser, token, assignment = browser_of(user)
+    answer = browser.post("/play/submit/", {"assignment": assignment, "value": 4}, headers={"X-CSRFToken": token})
+    assert answer.status_code == 200
+    body = answer.json()
+    stored = Rating.objects.get(assignment_id=assignment)
+    assert (stored.value, stored.points) == (4, 0)  # one level off the primes' consensus 3: 0 points
+    assert body["feedback"]["url"] == f"/play/feedback/{assignment}/"
+    html = body["feedback"]["html"]
+    assert "Your rating" in html and "Consensus rating" in html and 'id="continue"' in html
+    assert "Dispute this score" in html  # 0 points: a dispute may be filed, as on the feedback page
+    assert (
+        body["feedback"]["announce"]
+        == f"You rated 4. Consensus 3. 0 points. Game score {stored.feedback['stage_total']}, level 1."
+    )
+    # The next pair was served by the same request, and its floor counts from that serve.
+    following = Assignment.objects.get(pk=body["next"]["assignment_id"])
+    assert following.rater_id == user.pk and following.submitted_at is None
+    assert following.served_at == stored.submitted_at
+    assert body["next"]["url"] == f"/play/game/{following.pk}/"
+    assert body["next"]["caption"] == following.pair.caption
+    # Its URL shows that pair; the rated pair's URL gives way to it.
+    assert browser.get(body["next"]["url"]).context["served"].assignment_id == following.pk
+    assert browser.get(f"/play/game/{assignment}/").url == f"/play/game/{following.pk}/"
+
+
+def test_a_refusal_changes_nothing_and_says_why(quick, settings):
+    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 30}
+    game_pairs(2, primes=[3.0, 3.0])
+    browser, token, assignment = browser_of(rater(RaterState.GAME))
+    too_early = browser.post("/play/submit/", {"assignment": assignment, "value": 4}, headers={"X-CSRFToken": token})
+    assert too_early.status_code == 400
+    assert too_early.json()["code"] == "too_early" and "page" not in too_early.json()  # the pair stays open
+    no_value = browser.post("/play/submit/", {"assignment": assignment}, headers={"X-CSRFToken": token})
+    assert (no_value.status_code, no_value.json()["code"]) == (400, "invalid_value")
+    no_csrf = browser.post("/play/submit/", {"assignment": assignment, "value": 4})
+    assert no_csrf.status_code == 403
+    assert not Rating.objects.exists()
+
+
+def test_a_session_signed_out_by_a_password_change_rates_nothing(quick):
+    game_pairs(2, primes=[3.0, 3.0])
+    user = rater(RaterState.GAME)
+    browser, token, assignment = browser_of(user)
+    user.set_password("a new password 123")
+    user.save()
+    answer = browser.post("/play/submit/", {"assignment": assignment, "value": 4}, headers={"X-CSRFToken": token})
+    assert answer.status_code == 401
+    assert answer.json()["code"] == "not_signed_in" and answer.json()["page"].startswith("/accounts/login/")
+    assert not Rating.objects.exists()
+
+
+def test_the_end_of_a_stage_is_a_page_to_open(quick):
+    tutorial_pairs([3])
+    game_pairs(2, primes=[3.0, 3.0])
+    browser, token, assignment = browser_of(rater(RaterState.TUTORIAL))
+    answer = browser.post("/play/submit/", {"assignment": assignment, "value": 3}, headers={"X-CSRFToken": token})
+    assert answer.json() == {"page": f"/play/feedback/{assignment}/"}
+    assert "Tutorial passed" in browser.get(answer.json()["page"]).content.decode()
+
+
+def _as_json(data) -> dict:
+    return json.loads(json.dumps(data))
+
+
+@pytest.mark.parametrize("serve_next", [True, False])
+def test_the_hot_path_answers_what_the_serializers_answer(quick, serve_next):
+    tutorial_pairs([3, 4])
+    user = rater(RaterState.TUTORIAL)
+    served = game.pair_serve(rater=user)
+    feedback = game.rating_submit(rater=user, assignment_id=served.assignment_id, value=2, serve_next=serve_next)
+    serializer = SubmittedSerializer if serve_next else SubmitAnswerSerializer
+    assert _as_json(submit_fast.feedback_answer(feedback, serve_next=serve_next)) == _as_json(serializer(feedback).data)
+
+
+def test_the_api_answers_the_same_through_its_hot_path_and_through_drf(quick, monkeypatch):
+    game_pairs(6, primes=[3.0, 4.0])
+    user = rater(RaterState.GAME, window_count=20, window_points=40)
+    api = token_client(user)
+    served = api.post("/api/game/next", format="json").json()
+    sent = {"assignment_id": served["assignment_id"], "value": 3, "next": True}
+    fast = api.post("/api/game/submit", sent, format="json")
+    assert fast.status_code == 200
+    # The same rating sent again through DRF's handling: the stored rating's feedback, and the pair
+    # open now (the one the hot path served), field for field.
+    with monkeypatch.context() as patched:
+        patched.setattr(submit_fast, "submit", lambda request, view: None)
+        again = api.post("/api/game/submit", sent, format="json")
+    assert again.status_code == 200 and again.json()["already_rated"] is True
+    body = fast.json()
+    assert body == {**again.json(), "already_rated": False}
+    # Refusals keep their codes; an unknown token is DRF's 401; a browser session needs CSRF.
+    assert api.post("/api/game/submit", {"assignment_id": 10**9, "value": 3}, format="json").json()["error"][
+        "code"
+    ] == ("not_found")
+    stranger = APIClient()
+    stranger.credentials(HTTP_AUTHORIZATION="Token nope")
+    assert stranger.post("/api/game/submit", {"assignment_id": 1, "value": 3}, format="json").status_code == 401
+    browser = APIClient(enforce_csrf_checks=True)
+    browser.force_login(user)
+    next_id = body["next"]["assignment_id"]
+    refused = browser.post("/api/game/submit", {"assignment_id": next_id, "value": 3}, format="json")
+    assert refused.status_code == 403
+    assert not Rating.objects.filter(assignment_id=next_id).exists()
