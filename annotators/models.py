@@ -73,6 +73,41 @@ class RaterProfile(models.Model):
         return f"{self.user} ({self.state})"
 
 
+class Platform(models.TextChoices):
+    """Where a rater came from through an entry link (``annotators.study.entry``)."""
+
+    PROLIFIC = "prolific", "Prolific"
+    GENERIC = "generic", "Other platform"
+    MTURK = "mturk", "Mechanical Turk"
+
+
+class Participation(models.Model):
+    """A rater who came through a recruitment platform's link (SPEC 7): the platform's ids, all
+    pseudonymous. One external id on one platform is one rater, whatever the device: a later
+    visit with the same id resumes them. The row outlives a withdrawal (their pay is owed)."""
+
+    profile = models.OneToOneField(RaterProfile, on_delete=models.CASCADE, related_name="participation")
+    platform = models.CharField(max_length=10, choices=Platform.choices)
+    external_id = models.CharField(max_length=64)
+    study_id = models.CharField(max_length=64, blank=True)
+    # The platform's id of the latest visit (Prolific's join key for its submissions).
+    session_id = models.CharField(max_length=64, blank=True)
+    # Mechanical Turk: the assignment and where its completion is posted back.
+    assignment_id = models.CharField(max_length=64, blank=True)
+    return_to = models.CharField(max_length=200, blank=True)
+    entered_at = models.DateTimeField()
+    last_entry_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["platform", "external_id"], name="participation_one_rater_per_id"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_platform_display()} {self.external_id}"
+
+
 class ProbationRound(models.Model):
     profile = models.ForeignKey(RaterProfile, on_delete=models.CASCADE, related_name="probation_rounds")
     number = models.PositiveSmallIntegerField()

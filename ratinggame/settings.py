@@ -310,6 +310,8 @@ RATINGGAME_STUDY = {
 for _key in ("MINUTES", "QUOTA_RATINGS", "QUOTA_MINUTES", "SCREEN_OUT_ROUNDS"):
     if RATINGGAME_STUDY[_key] < 0:
         raise ImproperlyConfigured(f"RATINGGAME_STUDY_{_key} must be 0 or more.")
+if _unknown := set(RATINGGAME_STUDY["PLATFORMS"]) - {"prolific", "generic", "mturk"}:
+    raise ImproperlyConfigured(f"RATINGGAME_STUDY_PLATFORMS takes prolific, generic and mturk, not {sorted(_unknown)}.")
 if RATINGGAME_STUDY["ACTIVE_SECONDS_CAP"] < 1:
     raise ImproperlyConfigured("RATINGGAME_STUDY_ACTIVE_SECONDS_CAP must be at least 1 second.")
 
