@@ -81,6 +81,13 @@ class Platform(models.TextChoices):
     MTURK = "mturk", "Mechanical Turk"
 
 
+class SessionOutcome(models.TextChoices):
+    """How a participant's session ended (SPEC 7; ``annotators.study.completion``)."""
+
+    COMPLETED = "completed", "Completed"
+    SCREENED_OUT = "screened_out", "Screened out"
+
+
 class Participation(models.Model):
     """A rater who came through a recruitment platform's link (SPEC 7): the platform's ids, all
     pseudonymous. One external id on one platform is one rater, whatever the device: a later
@@ -97,6 +104,11 @@ class Participation(models.Model):
     return_to = models.CharField(max_length=200, blank=True)
     entered_at = models.DateTimeField()
     last_entry_at = models.DateTimeField()
+    # The session's end: the quota reached or screened out, when, and when the completion page
+    # (with the code) was first shown.
+    outcome = models.CharField(max_length=12, choices=SessionOutcome.choices, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    completion_shown_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["id"]

@@ -14,4 +14,5 @@ urlpatterns = [
     path("leaderboard/", views.leaderboard, name="leaderboard"),
     path("me/", views.me, name="me"),
     path("study/enter/", study_views.enter, name="study_enter"),
+    path("study/complete/", study_views.complete, name="study_complete"),
 ]

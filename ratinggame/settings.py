@@ -286,10 +286,11 @@ RATINGGAME_STUDY = {
     "OPEN_SIGNUP": env_bool("RATINGGAME_STUDY_OPEN_SIGNUP", True),
     "CLOSED": env_bool("RATINGGAME_STUDY_CLOSED", False),
     "CLOSES_AT": env_datetime("RATINGGAME_STUDY_CLOSES_AT"),
-    # The session quota: counted game ratings and active minutes (0: no limit), whichever first.
+    # The session quota of a participant who came through a platform link: counted game ratings
+    # and active minutes (0: no limit), whichever first.
     "QUOTA_RATINGS": env_int("RATINGGAME_STUDY_QUOTA_RATINGS", 100),
     "QUOTA_MINUTES": env_int("RATINGGAME_STUDY_QUOTA_MINUTES", 0),
-    "CONTINUE_AFTER_COMPLETION": env_bool("RATINGGAME_STUDY_CONTINUE_AFTER_COMPLETION", True),
+    "CONTINUE_AFTER_COMPLETION": env_bool("RATINGGAME_STUDY_CONTINUE_AFTER_COMPLETION", False),
     # Failed probation rounds that screen a rater out (0: never).
     "SCREEN_OUT_ROUNDS": env_int("RATINGGAME_STUDY_SCREEN_OUT_ROUNDS", 3),
     "COMPLETION_CODE": env_str("RATINGGAME_STUDY_COMPLETION_CODE", ""),

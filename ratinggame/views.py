@@ -23,6 +23,7 @@ from annotators.forms import DisputeForm
 from annotators.gates import PLAYING_STEPS, STEP_STAGES, guide_context, step_gate
 from annotators.journey import Step
 from annotators.scale import SHORT
+from annotators.study.gates import session_gate
 from ratinggame import drafts, game
 from ratinggame.game.prefetch import next_pair_image
 from ratinggame.game.reports import REPORT_MAX_CHARS
@@ -57,7 +58,7 @@ def home(request: HttpRequest) -> HttpResponse:
 def rate(request: HttpRequest, stage: str) -> HttpResponse:
     if request.method == "POST":
         return _rate_submit(request, stage)
-    if gate := step_gate(request.user, {STAGE_STEPS[stage]}):
+    if gate := step_gate(request.user, {STAGE_STEPS[stage]}) or session_gate(request.user):
         return gate
     try:
         served = game.pair_serve(rater=request.user)

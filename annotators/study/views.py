@@ -1,15 +1,18 @@
-"""The study's pages: the entry link from a recruitment platform, and the staff page of its
-settings (read only)."""
+"""The study's pages: the entry link from a recruitment platform, the completion page, and the
+staff page of its settings (read only)."""
 
 from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from annotators.models import Participation
 from annotators.roles import staff_required
 from annotators.study import services
-from annotators.study.entry import EntryRefused, entry_link
+from annotators.study.completion import completion_code, may_rate_on, session_end_check
+from annotators.study.entry import EntryRefused, entry_link, return_url
 from annotators.study.settings import study
 
 
@@ -29,6 +32,36 @@ def enter(request: HttpRequest) -> HttpResponse:
         return render(request, "annotators/study/enter.html", context, status=refused.status)
     login(request, user, backend="django.contrib.auth.backends.ModelBackend")
     return redirect("annotators:play")
+
+
+# Seconds the completion page waits before it sends the participant back to their platform.
+RETURN_AFTER_SECONDS = 5
+
+
+@login_required
+def complete(request: HttpRequest) -> HttpResponse:
+    """The end of a participant's session: the code and the way back to their platform."""
+    now = timezone.now()
+    participation = session_end_check(user=request.user, now=now)
+    if participation is None:
+        return redirect("annotators:play")
+    if participation.completion_shown_at is None:
+        Participation.objects.filter(pk=participation.pk, completion_shown_at__isnull=True).update(
+            completion_shown_at=now
+        )
+    current = study()
+    code = completion_code(participation, current)
+    may_continue = may_rate_on(participation, current)
+    back = return_url(participation, code, current) if code else ""
+    context = {
+        "participation": participation,
+        "code": code,
+        "return_url": back,
+        "may_continue": may_continue,
+        # Sent back by itself only when there is nothing more to do here.
+        "refresh_seconds": RETURN_AFTER_SECONDS if back and not may_continue else None,
+    }
+    return render(request, "annotators/study/complete.html", context)
 
 
 @staff_required
