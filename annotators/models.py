@@ -24,8 +24,9 @@ class RaterState(models.TextChoices):
 
 
 class RaterProfileQuerySet(models.QuerySet):
-    def raters(self) -> "RaterProfileQuerySet":
-        """The people who rate for the study: every profile but staff's and withdrawn accounts'.
+    def raters(self, *, with_withdrawn: bool = False) -> "RaterProfileQuerySet":
+        """The people who rate for the study: every profile but staff's and withdrawn accounts'
+        (``with_withdrawn``: withdrawn accounts too, for the pay report: their pay is owed).
 
         Staff are the accounts that run the study (``is_staff``, superusers, the admin and
         researcher roles): their profiles exist because they opened the game to try it, and
@@ -34,9 +35,8 @@ class RaterProfileQuerySet(models.QuerySet):
         dashboard, the leaderboard and the researchers' progress page count raters with this.
         """
         staff_roles = Group.objects.filter(user=OuterRef("user_id"), name__in=(ADMIN, RESEARCHER))
-        return self.filter(withdrawn_at__isnull=True).exclude(
-            Q(user__is_staff=True) | Q(user__is_superuser=True) | Exists(staff_roles)
-        )
+        people = self if with_withdrawn else self.filter(withdrawn_at__isnull=True)
+        return people.exclude(Q(user__is_staff=True) | Q(user__is_superuser=True) | Exists(staff_roles))
 
 
 class RaterProfile(models.Model):

@@ -15,4 +15,6 @@ urlpatterns = [
     path("me/", views.me, name="me"),
     path("study/enter/", study_views.enter, name="study_enter"),
     path("study/complete/", study_views.complete, name="study_complete"),
+    # Before the rest of /research/ (scoring's).
+    path("research/pay/", study_views.pay_page, name="pay_report"),
 ]

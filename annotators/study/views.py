@@ -1,5 +1,5 @@
-"""The study's pages: the entry link from a recruitment platform, the completion page, and the
-staff page of its settings (read only)."""
+"""The study's pages: the entry link from a recruitment platform, the completion page, the pay
+report (staff and researchers), and the staff page of the study's settings (read only)."""
 
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
@@ -9,10 +9,13 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from annotators.models import Participation
-from annotators.roles import staff_required
+from annotators.roles import researcher_required, staff_required
 from annotators.study import services
 from annotators.study.completion import completion_code, may_rate_on, session_end_check
 from annotators.study.entry import EntryRefused, entry_link, return_url
+from annotators.study.forms import PayPeriodForm
+from annotators.study.pay_files import FILES
+from annotators.study.report import pay_report
 from annotators.study.settings import study
 
 
@@ -67,3 +70,27 @@ def complete(request: HttpRequest) -> HttpResponse:
 @staff_required
 def settings_page(request: HttpRequest) -> HttpResponse:
     return render(request, "annotators/study/settings.html", {"rows": study().rows(), "current": "study"})
+
+
+@researcher_required
+@require_GET
+def pay_page(request: HttpRequest) -> HttpResponse:
+    """The pay report for a period, on a page, or as a file (``?download=prolific`` or ``csv``)."""
+    form = PayPeriodForm(request.GET if "start" in request.GET or "end" in request.GET else PayPeriodForm.this_month())
+    kind = request.GET.get("download", "")
+    if not form.is_valid() or (kind and kind not in FILES):
+        if kind and kind not in FILES:
+            form.add_error(None, f"Unknown download {kind!r}: prolific or csv.")
+        return render(request, "annotators/study/pay.html", {"form": form, "current": "pay"}, status=400)
+    start, end = form.cleaned_data["period"]
+    report = pay_report(start=start, end=end)
+    if kind:
+        content_type, write = FILES[kind]
+        response = HttpResponse(write(report), content_type=f"{content_type}; charset=utf-8")
+        name = f"pay-{form.cleaned_data['start']}-{form.cleaned_data['end']}-{kind}.csv"
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response
+    query = f"start={form.cleaned_data['start']}&end={form.cleaned_data['end']}"
+    return render(
+        request, "annotators/study/pay.html", {"form": form, "report": report, "query": query, "current": "pay"}
+    )
