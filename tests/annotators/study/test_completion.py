@@ -14,6 +14,7 @@ from annotators.study.completion import outcome_due
 from annotators.study.settings import study
 from ratinggame import game
 from tests.factories import TutorialPairFactory, rating_record
+from tests.ratinggame.api_helpers import token_client
 from tests.ratinggame.journey_helpers import T0, Clock, game_pairs, probation_pairs, rate_next, rater
 
 pytestmark = pytest.mark.django_db
@@ -165,3 +166,22 @@ def test_the_generic_platform_returns_to_its_configured_address(client, quota, s
         rate_next(profile.user, 3, clock)
     page = client.get(reverse("annotators:study_complete")).content.decode()
     assert 'href="https://connect.example.org/done?code=C7QUOTA1"' in page
+
+
+def test_the_api_tells_a_participant_their_session_ended(client, quota):
+    profile = participant(client)
+    api = token_client(profile.user)
+    game_pairs(4, primes=[3.0, 3.0])
+    before = api.get("/api/study/session").json()
+    assert before == {"participant": True, "outcome": "", "code": "", "return_url": "", "may_rate_on": True}
+    clock = Clock()
+    for _ in range(3):
+        rate_next(profile.user, 3, clock)
+    after = api.get("/api/study/session").json()
+    assert after == {
+        "participant": True,
+        "outcome": "completed",
+        "code": "C7QUOTA1",
+        "return_url": "https://app.prolific.com/submissions/complete?cc=C7QUOTA1",
+        "may_rate_on": False,
+    }

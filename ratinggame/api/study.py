@@ -1,9 +1,12 @@
-"""The pay report for researchers' scripts (``annotators.study.report``): ``GET study/pay?start=
-YYYY-MM-DD&end=YYYY-MM-DD`` as JSON, or ``&download=prolific`` / ``csv`` for the report's files."""
+"""The study over JSON (SPEC 7): a participant's session (``GET study/session``: ended or not, the
+code and the way back to their platform) and, for researchers' scripts, the pay report
+(``annotators.study.report``): ``GET study/pay?start=YYYY-MM-DD&end=YYYY-MM-DD`` as JSON, or
+``&download=prolific`` / ``csv`` for the report's files."""
 
 from dataclasses import asdict
 
 from django.http import HttpResponse
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -11,10 +14,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotators.models import Participation
+from annotators.study.completion import completion_code, may_rate_on, session_end_check
+from annotators.study.entry import return_url
 from annotators.study.pay_files import FILES
 from annotators.study.report import PayPeriodError, pay_period, pay_report
+from annotators.study.settings import study
 from ratinggame.api.errors import ErrorSerializer
-from ratinggame.api.permissions import IsResearcher
+from ratinggame.api.permissions import IsAnnotator, IsResearcher
 
 TAG = "study"
 
@@ -108,3 +115,34 @@ class PayReportView(APIView):
             "rows": [{**asdict(row), "amount": row.amount} for row in report.rows],
         }
         return Response(PayReportSerializer(body).data)
+
+
+class SessionSerializer(serializers.Serializer):
+    participant = serializers.BooleanField(
+        help_text="Whether the rater came through a platform link (only they have a quota)."
+    )
+    outcome = serializers.CharField(help_text="completed, screened_out, or empty while the session goes on.")
+    code = serializers.CharField(help_text="The completion or screened-out code once the session ended.")
+    return_url = serializers.CharField(help_text="Where to send the participant back to their platform, with the code.")
+    may_rate_on = serializers.BooleanField()
+
+
+class SessionView(APIView):
+    """The caller's session in the study: whether it ended (the quota reached or screened out, checked
+    now), its code and the platform's return address."""
+
+    permission_classes = [IsAnnotator]
+
+    @extend_schema(tags=[TAG], responses={200: SessionSerializer, 401: ErrorSerializer, 403: ErrorSerializer})
+    def get(self, request: Request) -> Response:
+        participation = session_end_check(user=request.user, now=timezone.now())
+        rules = study()
+        code = completion_code(participation, rules) if participation is not None else ""
+        body = {
+            "participant": Participation.objects.filter(profile__user=request.user).exists(),
+            "outcome": participation.outcome if participation is not None else "",
+            "code": code,
+            "return_url": return_url(participation, code, rules) if code else "",
+            "may_rate_on": may_rate_on(participation, rules),
+        }
+        return Response(SessionSerializer(body).data)
