@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from annotators.models import Participation, RaterAction, RaterProfile, RaterState, SessionOutcome
 from annotators.study.completion import outcome_due
+from annotators.study.report import pay_period, pay_report
 from annotators.study.settings import study
 from ratinggame import game
 from tests.factories import TutorialPairFactory, rating_record
@@ -122,6 +123,10 @@ def test_failing_probation_the_set_rounds_screens_out_with_its_own_code(client, 
     assert "https://app.prolific.com/submissions/complete?cc=CSCREEN9" in page
     assert "C7QUOTA1" not in page
     assert RaterAction.objects.filter(rater=profile, action="session_screened_out").count() == 1
+    # Paid for the time given: 40 ratings, each submitted 4 s after its serve (journey_helpers.WAIT).
+    start, end = pay_period(T0.date(), T0.date())
+    (row,) = pay_report(start=start, end=end).rows
+    assert (row.participant_id, row.outcome, row.active_seconds, row.ratings) == (PID, "screened_out", 160, 40)
     # The API serves no further round either.
     with pytest.raises(game.RatingRejected) as refused:
         game.pair_serve(rater=profile.user, now=clock.tick(5))
