@@ -11,7 +11,7 @@ from annotators.journey import Step
 from annotators.models import Participation, RaterProfile
 from annotators.progress import current_step
 from annotators.roles import ANNOTATOR, has_role
-from tests.ratinggame.api_helpers import admin
+from tests.ratinggame.api_helpers import admin, token_client
 
 pytestmark = pytest.mark.django_db
 
@@ -148,3 +148,15 @@ def test_staff_see_the_platform_and_external_id_on_the_rater_page(client):
     profile = RaterProfile.objects.get(participation__isnull=False)
     page = client.get(reverse("staff:rater", args=[profile.pk])).content.decode()
     assert "Prolific" in page and PID in page and "sess-1" in page
+
+
+def test_staff_read_the_platform_and_id_in_the_raters_api_until_the_rater_withdraws(client):
+    enter(client, **prolific())
+    staff_api = token_client(admin())
+    profile = RaterProfile.objects.get(participation__isnull=False)
+    body = staff_api.get(f"/api/admin/raters/{profile.pk}/").json()
+    assert (body["platform"], body["participant_id"]) == ("prolific", PID)
+    client.post(reverse("annotators:consent"), {"agree": "on"})
+    client.post(reverse("data_delete"), {"confirm": "yes"})
+    body = staff_api.get(f"/api/admin/raters/{profile.pk}/").json()
+    assert (body["platform"], body["participant_id"]) == ("", "")
