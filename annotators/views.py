@@ -18,6 +18,7 @@ from annotators import journey, progress, services
 from annotators.forms import ConsentForm, ProfileForm, SignupForm
 from annotators.gates import PLAYING_STEPS, guide_context, step_gate, step_url
 from annotators.journey import Step
+from annotators.models import Participation
 from annotators.study.gates import study_entry_refusal
 from annotators.throttles import signup_seconds_to_wait
 from scoring.consensus import points_table
@@ -136,6 +137,7 @@ def me(request: HttpRequest) -> HttpResponse:
             "disputes": services.rater_disputes(request.user),
             "step": progress.current_step(request.user),
             "steps": Step,
+            "session_ended": Participation.objects.filter(profile=profile).exclude(outcome="").first(),
         },
         status=400 if form.errors else 200,
     )

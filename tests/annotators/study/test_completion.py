@@ -78,6 +78,7 @@ def test_reaching_the_quota_shows_the_code_and_the_way_back_to_prolific(client, 
     participation = Participation.objects.get()
     assert participation.outcome == SessionOutcome.COMPLETED and participation.completion_shown_at is not None
     assert RaterAction.objects.filter(rater=profile, action="session_completed").count() == 1
+    assert 'id="session-ended"' in client.get(reverse("annotators:me")).content.decode()
     # Rating may not go on: the rating screen keeps sending the participant to the code.
     assert client.get(reverse("rate", args=["game"]))["Location"] == reverse("annotators:study_complete")
 
