@@ -45,7 +45,7 @@ def session_end_check(*, user: AbstractBaseUser, now: datetime) -> Participation
     did), else None; None for a rater who did not come through a platform link."""
     participation = Participation.objects.select_related("profile").filter(profile__user=user).first()
     if participation is None or participation.outcome:
-        return participation if participation is not None and participation.outcome else None
+        return participation  # not a participant (None), or their session ended already
     rules = study()
     counted = Rating.objects.filter(game_ratings(), rater=user, excluded=False).count()
     failed = ProbationRound.objects.filter(profile=participation.profile, passed=False).count()
