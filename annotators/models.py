@@ -24,8 +24,9 @@ class RaterState(models.TextChoices):
 
 
 class RaterProfileQuerySet(models.QuerySet):
-    def raters(self) -> "RaterProfileQuerySet":
-        """The people who rate for the study: every profile but staff's and withdrawn accounts'.
+    def raters(self, *, with_withdrawn: bool = False) -> "RaterProfileQuerySet":
+        """The people who rate for the study: every profile but staff's and withdrawn accounts'
+        (``with_withdrawn``: withdrawn accounts too, for the pay report: their pay is owed).
 
         Staff are the accounts that run the study (``is_staff``, superusers, the admin and
         researcher roles): their profiles exist because they opened the game to try it, and
@@ -34,9 +35,8 @@ class RaterProfileQuerySet(models.QuerySet):
         dashboard, the leaderboard and the researchers' progress page count raters with this.
         """
         staff_roles = Group.objects.filter(user=OuterRef("user_id"), name__in=(ADMIN, RESEARCHER))
-        return self.filter(withdrawn_at__isnull=True).exclude(
-            Q(user__is_staff=True) | Q(user__is_superuser=True) | Exists(staff_roles)
-        )
+        people = self if with_withdrawn else self.filter(withdrawn_at__isnull=True)
+        return people.exclude(Q(user__is_staff=True) | Q(user__is_superuser=True) | Exists(staff_roles))
 
 
 class RaterProfile(models.Model):
@@ -71,6 +71,53 @@ class RaterProfile(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} ({self.state})"
+
+
+class Platform(models.TextChoices):
+    """Where a rater came from through an entry link (``annotators.study.entry``)."""
+
+    PROLIFIC = "prolific", "Prolific"
+    GENERIC = "generic", "Other platform"
+    MTURK = "mturk", "Mechanical Turk"
+
+
+class SessionOutcome(models.TextChoices):
+    """How a participant's session ended (SPEC 7; ``annotators.study.completion``)."""
+
+    COMPLETED = "completed", "Completed"
+    SCREENED_OUT = "screened_out", "Screened out"
+
+
+class Participation(models.Model):
+    """A rater who came through a recruitment platform's link (SPEC 7): the platform's ids, all
+    pseudonymous. One external id on one platform is one rater, whatever the device: a later
+    visit with the same id resumes them. The row outlives a withdrawal (their pay is owed)."""
+
+    profile = models.OneToOneField(RaterProfile, on_delete=models.CASCADE, related_name="participation")
+    platform = models.CharField(max_length=10, choices=Platform.choices)
+    external_id = models.CharField(max_length=64)
+    study_id = models.CharField(max_length=64, blank=True)
+    # The platform's id of the latest visit (Prolific's join key for its submissions).
+    session_id = models.CharField(max_length=64, blank=True)
+    # Mechanical Turk: the assignment and where its completion is posted back.
+    assignment_id = models.CharField(max_length=64, blank=True)
+    return_to = models.CharField(max_length=200, blank=True)
+    entered_at = models.DateTimeField()
+    last_entry_at = models.DateTimeField()
+    # The session's end: the quota reached or screened out, when, and when the completion page
+    # (with the code) was first shown.
+    outcome = models.CharField(max_length=12, choices=SessionOutcome.choices, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    completion_shown_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["platform", "external_id"], name="participation_one_rater_per_id"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_platform_display()} {self.external_id}"
 
 
 class ProbationRound(models.Model):

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from annotators import views
+from annotators.study import views as study_views
 
 app_name = "annotators"
 
@@ -12,4 +13,8 @@ urlpatterns = [
     path("play/suspended/", views.suspended, name="suspended"),
     path("leaderboard/", views.leaderboard, name="leaderboard"),
     path("me/", views.me, name="me"),
+    path("study/enter/", study_views.enter, name="study_enter"),
+    path("study/complete/", study_views.complete, name="study_complete"),
+    # Before the rest of /research/ (scoring's).
+    path("research/pay/", study_views.pay_page, name="pay_report"),
 ]

@@ -6,7 +6,6 @@ Where a rater may be is decided in one place, ``annotators.progress.current_step
 of a step asks ``step_gate`` and a rater on another step is sent to that step's page.
 """
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
@@ -19,6 +18,8 @@ from annotators import journey, progress, services
 from annotators.forms import ConsentForm, ProfileForm, SignupForm
 from annotators.gates import PLAYING_STEPS, guide_context, step_gate, step_url
 from annotators.journey import Step
+from annotators.models import Participation
+from annotators.study.gates import study_entry_refusal
 from annotators.throttles import signup_seconds_to_wait
 from scoring.consensus import points_table
 
@@ -27,6 +28,8 @@ from scoring.consensus import points_table
 def signup(request: HttpRequest) -> HttpResponse:
     if request.user.is_authenticated:
         return redirect("annotators:play")
+    if refusal := study_entry_refusal(request, signup=True):
+        return refusal
     form = SignupForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and (wait := signup_seconds_to_wait(request)):
         form.add_error(None, "Too many accounts were created from your address. Try again later.")
@@ -64,11 +67,7 @@ def consent(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         progress.consent_give(user=request.user)
         return redirect("annotators:intro")
-    study = {
-        "study_operator": settings.RATINGGAME["STUDY_OPERATOR"],
-        "study_contact": settings.RATINGGAME["STUDY_CONTACT"],
-    }
-    return render(request, "annotators/consent.html", {"form": form, **study}, status=400 if form.errors else 200)
+    return render(request, "annotators/consent.html", {"form": form}, status=400 if form.errors else 200)
 
 
 @login_required
@@ -138,6 +137,7 @@ def me(request: HttpRequest) -> HttpResponse:
             "disputes": services.rater_disputes(request.user),
             "step": progress.current_step(request.user),
             "steps": Step,
+            "session_ended": Participation.objects.filter(profile=profile).exclude(outcome="").first(),
         },
         status=400 if form.errors else 200,
     )

@@ -11,7 +11,8 @@ them, and Back or a reload shows what the server holds there.
 
 Whatever the in-place screen does not show (the end of a stage, the first game rating with its
 points table, a pair rated already in another tab, nothing left to rate) answers ``{"page": url}``:
-the script opens that page, as the form without a script would. A refusal answers
+the script opens that page, as the form without a script would; so does a study participant whose
+session the rating ended (SPEC 7: the feedback page's "Next" leads to the completion page). A refusal answers
 ``{"code", "message"}`` with its status; the too-early and invalid ones leave the pair open (the
 script says why and keeps the choice), the others also name the page to open (``"page"``).
 """
@@ -29,6 +30,7 @@ from django.views.decorators.http import require_POST
 from annotators import journey, services
 from annotators.forms import DisputeForm
 from annotators.progress import StageProgress, stage_progress
+from annotators.study.gates import session_gate
 from ratinggame import drafts, game
 from ratinggame.feedback_text import announcement, feedback_panel_context
 from ratinggame.game.signed_in import rater_by_session
@@ -96,7 +98,9 @@ def _answer(request: HttpRequest, feedback: "game.Feedback", value: str, now) ->
     first_game_rating = feedback.window is not None and feedback.window.count == 1
     if feedback.already_rated or feedback.transition or first_game_rating or served is None:
         return {"page": feedback_url}
-    if served.stage != feedback.stage:
+    if served.stage != feedback.stage or session_gate(request.user) is not None:
+        # A study participant whose session this rating ended: the feedback page, then (its
+        # "Next") the completion page, as without a script.
         return {"page": feedback_url}
     context = {
         **feedback_panel_context(feedback),

@@ -12,7 +12,7 @@ from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from annotators.competency.flag_rules import threshold_defaults
-from ratinggame.env import env_bool, env_float, env_int, env_list, env_str
+from ratinggame.env import env_bool, env_datetime, env_decimal, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("RATINGGAME_VAR_DIR", str(BASE_DIR / "var")))
@@ -80,6 +80,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "annotators.context_processors.roles",
+                "annotators.context_processors.study",
             ],
         },
     },
@@ -265,10 +266,6 @@ RATINGGAME = {
     # "Skip this pair" (no reason, not a report): at most this percent of a rater's game serves
     # after their first 20.
     "SKIP_PERCENT": env_int("RATINGGAME_SKIP_PERCENT", 10),
-    # Who runs the study and how to reach them: the consent page names them (and the 403 and
-    # password pages send people to them). Set both in production.
-    "STUDY_OPERATOR": env_str("RATINGGAME_STUDY_OPERATOR", "the research team running this site"),
-    "STUDY_CONTACT": env_str("RATINGGAME_STUDY_CONTACT", ""),
     # How many validated game pairs the study aims for: the researchers' progress page measures
     # against it and estimates when it is reached. 0: every game pair in the pool.
     "STUDY_TARGET_PAIRS": env_int("RATINGGAME_STUDY_TARGET_PAIRS", 0),
@@ -302,6 +299,49 @@ RATINGGAME = {
 }
 if RATINGGAME["STUDY_TARGET_PAIRS"] < 0:
     raise ImproperlyConfigured("RATINGGAME_STUDY_TARGET_PAIRS must be 0 (every game pair) or a number of pairs.")
+
+# --- Running a study (SPEC 7): what raters are told, entry links, the session quota, pay ---------
+# Read only through annotators.study.settings (typed, with the rules that use them); staff see them
+# on /staff/study/. The README's "Running a paid study" explains each one.
+RATINGGAME_STUDY = {
+    "TITLE": env_str("RATINGGAME_STUDY_TITLE", "Rate how well captions describe images"),
+    # Who runs the study and how to reach them (the consent page names them). Set both in production.
+    "OPERATOR": env_str("RATINGGAME_STUDY_OPERATOR", "the research team running this site"),
+    "CONTACT": env_str("RATINGGAME_STUDY_CONTACT", ""),
+    "MINUTES": env_int("RATINGGAME_STUDY_MINUTES", 0),  # estimated minutes per session; 0: not said
+    "COMPENSATION": env_str("RATINGGAME_STUDY_COMPENSATION", ""),
+    "OPEN_SIGNUP": env_bool("RATINGGAME_STUDY_OPEN_SIGNUP", True),
+    "CLOSED": env_bool("RATINGGAME_STUDY_CLOSED", False),
+    "CLOSES_AT": env_datetime("RATINGGAME_STUDY_CLOSES_AT"),
+    # The session quota of a participant who came through a platform link: counted game ratings
+    # and active minutes (0: no limit), whichever first.
+    "QUOTA_RATINGS": env_int("RATINGGAME_STUDY_QUOTA_RATINGS", 100),
+    "QUOTA_MINUTES": env_int("RATINGGAME_STUDY_QUOTA_MINUTES", 0),
+    "CONTINUE_AFTER_COMPLETION": env_bool("RATINGGAME_STUDY_CONTINUE_AFTER_COMPLETION", False),
+    # Failed probation rounds that screen a rater out (0: never).
+    "SCREEN_OUT_ROUNDS": env_int("RATINGGAME_STUDY_SCREEN_OUT_ROUNDS", 3),
+    "COMPLETION_CODE": env_str("RATINGGAME_STUDY_COMPLETION_CODE", ""),
+    "SCREEN_OUT_CODE": env_str("RATINGGAME_STUDY_SCREEN_OUT_CODE", ""),
+    # Active time: serve to accepted submit of each rating, capped at this many seconds.
+    "ACTIVE_SECONDS_CAP": env_int("RATINGGAME_STUDY_ACTIVE_SECONDS_CAP", 60),
+    "PAY_HOURLY": env_decimal("RATINGGAME_STUDY_PAY_HOURLY", "0"),
+    "PAY_PER_POINT": env_decimal("RATINGGAME_STUDY_PAY_PER_POINT", "0"),
+    "CURRENCY": env_str("RATINGGAME_STUDY_CURRENCY", "GBP"),
+    # The platform's minimum hourly pay at the median session (0: no check).
+    "PLATFORM_MIN_HOURLY": env_decimal("RATINGGAME_STUDY_PLATFORM_MIN_HOURLY", "0"),
+    # Entry links (annotators.study.entry): the platforms whose links are taken, the generic
+    # provider's participant-id parameter and its return address ({code} becomes the code).
+    "PLATFORMS": env_list("RATINGGAME_STUDY_PLATFORMS", ["prolific"]),
+    "GENERIC_ID_PARAM": env_str("RATINGGAME_STUDY_GENERIC_ID_PARAM", "participant_id"),
+    "GENERIC_RETURN_URL": env_str("RATINGGAME_STUDY_GENERIC_RETURN_URL", ""),
+}
+for _key in ("MINUTES", "QUOTA_RATINGS", "QUOTA_MINUTES", "SCREEN_OUT_ROUNDS"):
+    if RATINGGAME_STUDY[_key] < 0:
+        raise ImproperlyConfigured(f"RATINGGAME_STUDY_{_key} must be 0 or more.")
+if _unknown := set(RATINGGAME_STUDY["PLATFORMS"]) - {"prolific", "generic", "mturk"}:
+    raise ImproperlyConfigured(f"RATINGGAME_STUDY_PLATFORMS takes prolific, generic and mturk, not {sorted(_unknown)}.")
+if RATINGGAME_STUDY["ACTIVE_SECONDS_CAP"] < 1:
+    raise ImproperlyConfigured("RATINGGAME_STUDY_ACTIVE_SECONDS_CAP must be at least 1 second.")
 
 # Rater behaviour flags on the staff dashboard: each flag's rule, thresholds and defaults are one
 # entry of annotators.competency.flag_rules; each threshold is read from RATINGGAME_FLAG_<NAME>

@@ -22,6 +22,7 @@ from annotators import journey, progress, services
 from annotators.forms import DisputeForm
 from annotators.gates import PLAYING_STEPS, STEP_STAGES, guide_context, step_gate
 from annotators.journey import Step
+from annotators.study.gates import session_gate
 from ratinggame import drafts, game
 from ratinggame.feedback_text import announcement, feedback_panel_context, not_taken_words, outcome_for
 from ratinggame.game.prefetch import next_pair_image
@@ -60,7 +61,7 @@ def rate(request: HttpRequest, stage: str, assignment_id: int | None = None) -> 
     no longer open (rated, skipped, expired) gives way to the one open now, with its own URL."""
     if request.method == "POST":
         return _rate_submit(request, stage)
-    if gate := step_gate(request.user, {STAGE_STEPS[stage]}):
+    if gate := step_gate(request.user, {STAGE_STEPS[stage]}) or session_gate(request.user):
         return gate
     try:
         served = game.pair_serve(rater=request.user)

@@ -66,12 +66,26 @@ def blocking_violations(page) -> list[str]:
 def test_no_serious_or_critical_violation_on_the_rater_staff_and_research_pages(live_server, chromium_path, world):
     profile_id = world["player"].rater.pk
     visits = [
-        (None, ["/", "/accounts/signup/", "/accounts/login/", "/accounts/password_reset/", "/leaderboard/", "/nope/"]),
+        (
+            None,
+            [
+                "/",
+                "/accounts/signup/",
+                "/accounts/login/",
+                "/accounts/password_reset/",
+                "/leaderboard/",
+                "/nope/",
+                "/study/enter/",
+            ],
+        ),
         (world["newcomer"], ["/play/consent/"]),
         (world["learner"], ["/play/introduction/", "/play/tutorial/"]),
         (world["player"], ["/play/game/", world["feedback"], "/me/", "/me/delete/", "/leaderboard/"]),
-        (world["staff"], ["/staff/", f"/staff/raters/{profile_id}/", "/staff/disputes/", "/staff/reports/"]),
-        (world["researcher"], ["/research/", "/research/import/", "/staff/"]),
+        (
+            world["staff"],
+            ["/staff/", f"/staff/raters/{profile_id}/", "/staff/disputes/", "/staff/reports/", "/staff/study/"],
+        ),
+        (world["researcher"], ["/research/", "/research/import/", "/research/pay/", "/staff/"]),
     ]
     problems = []
     with chromium(chromium_path) as browser:

@@ -22,7 +22,7 @@ from annotators.competency.flag_rules import FLAG_KEYS, FLAG_LABELS, rules_in_wo
 from annotators.competency.flags import RaterStats, flag_thresholds, rater_statistics, rater_timeline
 from annotators.competency.jobs import competency_refresh_request, latest_analysis, never_queued
 from annotators.competency.timeline_svg import timeline_svg
-from annotators.models import CompetencyAnalysis, Dispute, DisputeStatus, RaterProfile, RaterState
+from annotators.models import CompetencyAnalysis, Dispute, DisputeStatus, Participation, RaterProfile, RaterState
 from annotators.roles import staff_required
 from annotators.staff import services as staff_services
 from annotators.staff.forms import DisputeResolveForm, ReasonForm
@@ -226,6 +226,8 @@ def rater_detail(request: HttpRequest, profile_id: int) -> HttpResponse:
     ability = (analysis.abilities.get(str(profile.pk)) if analysis is not None else None) or [None, None]
     context = {
         "profile": profile,
+        # A withdrawn rater's external id stays in the pay records only.
+        "participation": Participation.objects.filter(profile=profile, profile__withdrawn_at__isnull=True).first(),
         "stats": stats,
         "analysis_not_converged": analysis is not None and analysis.details.get("converged") is False,
         "flags": [(f, FLAG_LABELS[f]) for f in stats.flags],

@@ -21,6 +21,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotators import services
+from annotators.study.settings import study
 from annotators.throttles import SignupRateThrottle
 from ratinggame import login_throttle
 from ratinggame.api.errors import ErrorSerializer, error_response
@@ -60,13 +61,15 @@ class SignupView(APIView):
     @extend_schema(
         tags=[TAG],
         request=SignupSerializer,
-        responses={201: AccountSerializer, 400: ErrorSerializer, 429: ErrorSerializer},
+        responses={201: AccountSerializer, 400: ErrorSerializer, 403: ErrorSerializer, 429: ErrorSerializer},
         auth=[],
     )
     def post(self, request: Request) -> Response:
         serializer = SignupSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
+        if refusal := study().newcomer_refusal(signup=True):
+            return error_response(*refusal, status.HTTP_403_FORBIDDEN)
         try:
             user = services.rater_signup(username=data["username"], password=data["password"], email=data["email"])
         except ValidationError as error:

@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 from annotators.competency.flag_rules import FLAG_KEYS
 from annotators.competency.flags import rater_statistics
 from annotators.competency.jobs import latest_analysis
-from annotators.models import RaterAction, RaterProfile, RaterState
+from annotators.models import Participation, RaterAction, RaterProfile, RaterState
 from annotators.staff import services as staff_services
 from ratinggame.api.errors import ErrorSerializer
 from ratinggame.api.filters import IdFilter
@@ -64,6 +64,10 @@ class RaterStatsSerializer(serializers.Serializer):
     control_recent_agreement = serializers.FloatField(allow_null=True, help_text="Their mean agreement (0..2).")
     game_serves = serializers.IntegerField()
     skips = serializers.IntegerField(help_text='Game pairs passed with "Skip this pair".')
+    platform = serializers.CharField(help_text="The platform the rater came from by its link; empty: sign-up here.")
+    participant_id = serializers.CharField(
+        help_text="Their pseudonymous id on that platform (empty once they withdrew: kept in the pay report only)."
+    )
     flags = serializers.ListField(child=serializers.ChoiceField(choices=FLAG_KEYS))
     competency = serializers.FloatField(allow_null=True, help_text="Latest PCM ability, in logits.")
     competency_se = serializers.FloatField(allow_null=True, help_text="Its standard error.")
@@ -94,11 +98,22 @@ def _stats_rows(profile_ids: list[int] | None = None) -> list[dict]:
     abilities = analysis.abilities if analysis is not None else {}
     quality = analysis.rater_quality if analysis is not None else {}
     converged = analysis.details.get("converged") if analysis is not None else None
+    # A withdrawn rater's external id stays in the pay report only.
+    came = Participation.objects.filter(profile__withdrawn_at__isnull=True)
+    if profile_ids is not None:
+        came = came.filter(profile_id__in=profile_ids)
+    platforms = {p.profile_id: (p.platform, p.external_id) for p in came}
     rows = []
     for stats in rater_statistics(profile_ids):
+        platform, participant_id = platforms.get(stats.profile_id, ("", ""))
         ability, se = (abilities.get(str(stats.profile_id)) or [None, None])[:2]
         row = {name: getattr(stats, name) for name in RaterStatsSerializer().fields if hasattr(stats, name)}
-        extra = {"competency_converged": converged, "rater_quality": quality.get(str(stats.profile_id))}
+        extra = {
+            "competency_converged": converged,
+            "rater_quality": quality.get(str(stats.profile_id)),
+            "platform": platform,
+            "participant_id": participant_id,
+        }
         rows.append({**row, "competency": ability, "competency_se": se, **extra})
     return rows
 

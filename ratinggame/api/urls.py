@@ -5,7 +5,7 @@ from csp.decorators import csp_update
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 
-from ratinggame.api import auth, exports, game, pairs, progress, raters, ratings
+from ratinggame.api import auth, exports, game, pairs, progress, raters, ratings, study
 from ratinggame.api.errors import api_not_found
 
 urlpatterns = [
@@ -47,6 +47,8 @@ urlpatterns = [
     path("exports/<int:pk>/", exports.ExportJobDetail.as_view(), name="api_export"),
     path("exports/<int:pk>/download", exports.ExportJobDownload.as_view(), name="api_export_download"),
     path("progress/", progress.ProgressView.as_view(), name="api_progress"),
+    path("study/pay", study.PayReportView.as_view(), name="api_pay_report"),
+    path("study/session", study.SessionView.as_view(), name="api_study_session"),
     # Rater statistics and actions (admins).
     path("admin/raters/", raters.RaterList.as_view(), name="api_raters"),
     path("admin/raters/<int:profile_id>/", raters.RaterDetail.as_view(), name="api_rater"),

@@ -34,7 +34,8 @@ from django.utils import timezone
 
 from annotators import journey, progress
 from annotators.journey import Step
-from annotators.models import RaterProfile
+from annotators.models import RaterProfile, SessionOutcome
+from annotators.study.completion import session_end_check
 from ratinggame.game import gameplay, sql
 from ratinggame.game.assignment import assignments_release_expired
 from ratinggame.game.results import (
@@ -101,8 +102,19 @@ def _serve(rater, now: datetime, *, wait: bool) -> tuple[Served | None, Step]:
         if step == Step.TUTORIAL:
             return _serve_tutorial(rater, now), step
         if step == Step.PROBATION:
+            _check_not_screened_out(rater, now)
             return _serve_probation(rater, _profile_model(profile), now), step
         return gameplay.serve(profile, now, wait=wait), step
+
+
+def _check_not_screened_out(rater, now: datetime) -> None:
+    """SPEC 7: a participant who failed probation the set number of rounds is screened out; no
+    more rounds are served (to the pages and the API alike)."""
+    participation = session_end_check(user=rater, now=now)
+    if participation is not None and participation.outcome == SessionOutcome.SCREENED_OUT:
+        raise RatingRejected(
+            "screened_out", "Your probation rounds did not reach the pass mark: this study ends here for you.", 403
+        )
 
 
 def profile_locked(rater) -> ProfileRow:

@@ -89,6 +89,13 @@ GET_TABLE = {
     "accounts/reset/done/": PUBLIC,
     # --- Research pages.
     "research/": RESEARCH_PAGE,
+    # The pay report (this month by default).
+    "research/pay/": RESEARCH_PAGE,
+    # --- The study: an entry link without an id shows the study to anyone; the completion page
+    # sends anyone whose session has not ended (here: nobody came through a link) to the journey.
+    "study/enter/": PUBLIC,
+    "study/complete/": (LOGIN, REDIRECT, REDIRECT, REDIRECT),
+    "staff/study/": STAFF_PAGE,
     "research/import/": RESEARCH_PAGE,
     "research/import/<int:import_id>/": RESEARCH_PAGE,
     "research/import/<int:import_id>/status/": RESEARCH_PAGE,
@@ -132,6 +139,8 @@ GET_TABLE = {
     "api/exports/<int:pk>/": API_RESEARCH,
     "api/exports/<int:pk>/download": API_RESEARCH,
     "api/progress/": API_RESEARCH,
+    "api/study/pay": (401, 403, 400, 400),  # no period given: 400 for those who may ask
+    "api/study/session": API_GAME,
     "api/admin/raters/": API_ADMIN,
     "api/admin/raters/<int:profile_id>/": API_ADMIN,
     "api/admin/raters/<int:profile_id>/suspend": API_ADMIN_WRITE_ONLY,

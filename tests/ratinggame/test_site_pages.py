@@ -57,10 +57,10 @@ def unconsented_user():
 
 
 def test_consent_names_who_runs_the_study_and_what_is_published(client, settings):
-    settings.RATINGGAME = {
-        **settings.RATINGGAME,
-        "STUDY_OPERATOR": "The Example Vision Lab",
-        "STUDY_CONTACT": "study@example.org",
+    settings.RATINGGAME_STUDY = {
+        **settings.RATINGGAME_STUDY,
+        "OPERATOR": "The Example Vision Lab",
+        "CONTACT": "study@example.org",
     }
     client.force_login(unconsented_user())
     page = client.get(reverse("annotators:consent")).content.decode()

@@ -1,0 +1,75 @@
+"""The pay report as files: the shape Prolific's bulk bonus takes (one ``participant_id,amount``
+line per paid Prolific participant, no header) and a CSV with every column."""
+
+import csv
+import io
+
+from annotators.models import Platform
+from annotators.study.report import PayReport
+
+COLUMNS = (
+    "profile_id",
+    "username",
+    "platform",
+    "participant_id",
+    "study_id",
+    "session_id",
+    "outcome",
+    "withdrawn",
+    "active_seconds",
+    "active_hours",
+    "sessions",
+    "ratings",
+    "counted",
+    "excluded",
+    "points",
+    "base",
+    "bonus",
+    "amount",
+    "currency",
+)
+
+
+def prolific_bonus_csv(report: PayReport) -> str:
+    """Lines for Prolific's bulk bonus: its participants with something to pay, amounts with two decimals.
+    (With the hourly rate at 0, where Prolific pays the study's reward itself, this is the bonus.)"""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    for row in report.rows:
+        if row.platform == Platform.PROLIFIC and row.amount > 0:
+            writer.writerow([row.participant_id, f"{row.amount:.2f}"])
+    return out.getvalue()
+
+
+def full_csv(report: PayReport) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for row in report.rows:
+        writer.writerow(
+            [
+                row.profile_id,
+                row.username,
+                row.platform,
+                row.participant_id,
+                row.study_id,
+                row.session_id,
+                row.outcome,
+                int(row.withdrawn),
+                f"{row.active_seconds:.1f}",
+                f"{row.active_seconds / 3600:.4f}",
+                row.sessions,
+                row.ratings,
+                row.counted,
+                row.excluded,
+                row.points,
+                f"{row.base:.2f}",
+                f"{row.bonus:.2f}",
+                f"{row.amount:.2f}",
+                report.currency,
+            ]
+        )
+    return out.getvalue()
+
+
+FILES = {"prolific": ("text/csv", prolific_bonus_csv), "csv": ("text/csv", full_csv)}

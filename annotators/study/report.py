@@ -1,0 +1,169 @@
+"""The pay report for a period (SPEC 7): per rater, active time, sessions, ratings counted and
+excluded, points and pay; the median session and the hourly pay at the median. Staff and
+researchers read it on a page, through the API and with ``manage.py pay_report``; it downloads as
+Prolific's bulk-bonus CSV and as a CSV with every column (``annotators.study.pay_files``).
+
+Every study rater with a rating in the period is in it, withdrawn ones too: their data is gone,
+their pay is not, and their external id stays here (and nowhere else shown). Staff are not paid
+raters. Points are the game score as the rater was last shown it before the period's end (the
+running total of their last game rating's feedback), so a reset after a failed window shows.
+"""
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal
+
+from django.db.models import OuterRef, Q, Subquery
+
+from annotators.models import Participation, RaterProfile
+from annotators.study.pay import MedianPay, median_pay, money, pay_for, session_seconds
+from annotators.study.settings import study
+from annotators.study.timing import capped_seconds
+from ratinggame.models import GAME_STAGES, Rating
+
+
+class PayPeriodError(ValueError):
+    """A period that cannot be reported (its words are for the person who asked)."""
+
+
+def pay_period(first_day: date, last_day: date) -> tuple[datetime, datetime]:
+    """The period from the start of ``first_day`` to the end of ``last_day`` (UTC), as [start, end)."""
+    if last_day < first_day:
+        raise PayPeriodError(f"The period ends ({last_day}) before it starts ({first_day}): swap the dates.")
+    start = datetime.combine(first_day, time.min, tzinfo=UTC)
+    return start, datetime.combine(last_day + timedelta(days=1), time.min, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class PayRow:
+    profile_id: int
+    username: str
+    platform: str  # "" for open sign-up
+    participant_id: str
+    study_id: str
+    session_id: str
+    outcome: str
+    withdrawn: bool
+    active_seconds: float
+    sessions: int
+    ratings: int  # every stage
+    counted: int  # game ratings (game and control pairs) not excluded
+    excluded: int  # game ratings excluded
+    points: int
+    base: Decimal
+    bonus: Decimal
+
+    @property
+    def amount(self) -> Decimal:
+        return self.base + self.bonus
+
+
+@dataclass(frozen=True)
+class PayReport:
+    start: datetime
+    end: datetime
+    currency: str
+    hourly: Decimal
+    per_point: Decimal
+    minimum_hourly: Decimal
+    rows: list[PayRow]
+    median: MedianPay
+
+    @property
+    def total(self) -> Decimal:
+        return sum((row.amount for row in self.rows), Decimal(0))
+
+    @property
+    def active_seconds(self) -> float:
+        return sum(row.active_seconds for row in self.rows)
+
+
+@dataclass
+class _Tally:
+    timings: list = field(default_factory=list)  # (served, submitted, capped seconds)
+    ratings: int = 0
+    counted: int = 0
+    excluded: int = 0
+
+
+def pay_report(*, start: datetime, end: datetime) -> PayReport:
+    """The report of ratings submitted in [start, end)."""
+    if end <= start:
+        raise PayPeriodError("The period must end after it starts.")
+    rules = study()
+    profiles = {
+        profile.user_id: profile
+        for profile in RaterProfile.objects.raters(with_withdrawn=True)
+        .filter(user__ratings__submitted_at__gte=start, user__ratings__submitted_at__lt=end)
+        .distinct()
+        .select_related("user")
+        .annotate(last_game_rating=Subquery(_last_game_rating(end)))
+    }
+    tallies: dict[int, _Tally] = defaultdict(_Tally)
+    ratings = (
+        Rating.objects.filter(rater_id__in=profiles, submitted_at__gte=start, submitted_at__lt=end)
+        .order_by("rater_id", "served_at", "id")
+        .values_list("rater_id", "stage", "excluded", "served_at", "submitted_at")
+    )
+    for rater_id, stage, excluded, served, submitted in ratings.iterator(chunk_size=5000):
+        tally = tallies[rater_id]
+        tally.timings.append((served, submitted, capped_seconds(served, submitted, rules.active_seconds_cap)))
+        tally.ratings += 1
+        if stage in GAME_STAGES:
+            tally.counted += not excluded
+            tally.excluded += excluded
+    shown = dict(
+        Rating.objects.filter(pk__in=[p.last_game_rating for p in profiles.values() if p.last_game_rating])
+        .values_list("pk", "feedback")
+        .iterator()
+    )
+    participations = {p.profile_id: p for p in Participation.objects.filter(profile__in=profiles.values())}
+    rows, all_sessions, pay_per_session = [], [], []
+    for user_id, profile in sorted(profiles.items(), key=lambda item: item[1].pk):
+        tally = tallies[user_id]
+        sessions = session_seconds(tally.timings)
+        seconds = sum(sessions)
+        points = int((shown.get(profile.last_game_rating) or {}).get("stage_total", 0))
+        pay = pay_for(active_seconds=seconds, points=points, hourly=rules.pay_hourly, per_point=rules.pay_per_point)
+        participation = participations.get(profile.pk)
+        rows.append(
+            PayRow(
+                profile_id=profile.pk,
+                username=profile.user.get_username(),
+                platform=participation.platform if participation else "",
+                participant_id=participation.external_id if participation else "",
+                study_id=participation.study_id if participation else "",
+                session_id=participation.session_id if participation else "",
+                outcome=participation.outcome if participation else "",
+                withdrawn=profile.withdrawn_at is not None,
+                active_seconds=seconds,
+                sessions=len(sessions),
+                ratings=tally.ratings,
+                counted=tally.counted,
+                excluded=tally.excluded,
+                points=points,
+                base=pay.base,
+                bonus=pay.bonus,
+            )
+        )
+        all_sessions.extend(sessions)
+        pay_per_session.extend([money(pay.amount / len(sessions))] * len(sessions))
+    return PayReport(
+        start=start,
+        end=end,
+        currency=rules.currency,
+        hourly=rules.pay_hourly,
+        per_point=rules.pay_per_point,
+        minimum_hourly=rules.platform_min_hourly,
+        rows=rows,
+        median=median_pay(all_sessions, pay_per_session, rules.platform_min_hourly),
+    )
+
+
+def _last_game_rating(end: datetime):
+    return (
+        Rating.objects.filter(Q(stage__in=GAME_STAGES), rater_id=OuterRef("user_id"), submitted_at__lt=end)
+        .order_by("-submitted_at", "-id")
+        .values("pk")[:1]
+    )

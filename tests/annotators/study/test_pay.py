@@ -1,0 +1,195 @@
+"""Time on task and pay (issue 20, item 4; SPEC 7), on a worked example computed by hand:
+active time capped per rating, sessions split by a half-hour gap, base from the hourly rate, bonus
+from the points last shown, each half up to the cent and never negative; a withdrawn rater is
+still paid; the page, the API and the command agree; the CSVs have their shapes."""
+
+import csv
+import io
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+
+from annotators.models import Participation, Platform, RaterProfile
+from annotators.study.pay import Pay, median_pay, money, pay_for, session_seconds
+from annotators.study.pay_files import COLUMNS, full_csv, prolific_bonus_csv
+from annotators.study.report import PayPeriodError, pay_period, pay_report
+from ratinggame.game.aggregates import pair_aggregates_recompute
+from ratinggame.game.withdrawal import rater_withdraw
+from ratinggame.models import Pool
+from tests.factories import CaptionPairFactory, TutorialPairFactory, rating_record
+from tests.ratinggame.api_helpers import admin, annotator, error_of, researcher, token_client
+from tests.ratinggame.journey_helpers import T0
+
+pytestmark = pytest.mark.django_db
+
+DAY = T0.date()  # 2030-01-01; T0 is noon
+
+
+@pytest.fixture
+def rates(settings):
+    settings.RATINGGAME_STUDY = {
+        **settings.RATINGGAME_STUDY,
+        "PAY_HOURLY": Decimal("9.00"),
+        "PAY_PER_POINT": Decimal("0.025"),
+        "ACTIVE_SECONDS_CAP": 60,
+        "PLATFORM_MIN_HOURLY": Decimal("40.00"),
+        "CURRENCY": "GBP",
+    }
+
+
+def came_from_prolific(user, pid: str) -> None:
+    profile = RaterProfile.objects.get(user=user)
+    Participation.objects.create(
+        profile=profile, platform=Platform.PROLIFIC, external_id=pid, entered_at=T0, last_entry_at=T0
+    )
+
+
+def rate(user, seconds: float, minutes: float, pool: str = Pool.GAME, shown_total: int | None = None, **kw):
+    pair = TutorialPairFactory(expert_rating=3) if pool == Pool.TUTORIAL else CaptionPairFactory(pool=pool)
+    rating = rating_record(
+        rater=user, pair=pair, value=3, seconds=seconds, submitted_at=T0 + timedelta(minutes=minutes), **kw
+    )
+    if shown_total is not None:
+        rating.feedback = {"stage_total": shown_total}
+        rating.save(update_fields=["feedback"])
+    return rating
+
+
+@pytest.fixture
+def crowd(rates):
+    """A: Prolific P1, 7 ratings (75 s and 120 s capped at 60), two sessions, 37 points last shown.
+    B: Prolific P2, withdrew; 2 game ratings of 40 s, last shown -5 points. C: open sign-up, one
+    10-s rating, 4 points. Staff's ratings and ratings outside the day are not paid."""
+    a, b, c = annotator(), annotator(), annotator()
+    came_from_prolific(a, "P1aaaaaaaaaaaaaaaaaaaaaa")
+    came_from_prolific(b, "P2bbbbbbbbbbbbbbbbbbbbbb")
+    for minutes, seconds in ((0, 20), (1, 75), (2, 10)):
+        rate(a, seconds, minutes, pool=Pool.TUTORIAL)
+    rate(a, 30, 3, shown_total=10)
+    rate(a, 45, 4, shown_total=20, excluded=True)
+    rate(a, 120, 5, shown_total=36)
+    rate(a, 1, 180, shown_total=37)  # three hours later: a second session
+    rate(a, 50, 60 * 13, shown_total=99)  # the next day: outside the period
+    for rating in (rate(b, 40, 10, shown_total=3), rate(b, 40, 11, shown_total=-5)):
+        # The pair's aggregates as the game keeps them: the withdrawal takes the rating back out.
+        pair = rating.pair
+        pair.human_count, pair.human_sum, pair.human_sumsq = pair_aggregates_recompute(pair)
+        pair.save()
+    rater_withdraw(user=b)
+    rate(c, 10, 20, shown_total=4)
+    rate(admin(), 30, 30, shown_total=50)
+    return a, b, c
+
+
+def test_the_arithmetic_of_one_rater():
+    # 226 s at 9.00 an hour is 0.565: half up 0.57 (half-even would say 0.56); 37 x 0.025 = 0.925 -> 0.93.
+    assert pay_for(active_seconds=226, points=37, hourly=Decimal("9.00"), per_point=Decimal("0.025")) == Pay(
+        Decimal("0.57"), Decimal("0.93")
+    )
+    assert pay_for(active_seconds=80, points=-5, hourly=Decimal("9"), per_point=Decimal("1")) == Pay(
+        Decimal("0.20"), Decimal("0.00")
+    )
+    assert money(Decimal("-3.2")) == Decimal("0.00")
+
+
+def test_sessions_split_at_a_half_hour_gap():
+    rows = [
+        (T0, T0 + timedelta(seconds=10), 10.0),
+        (T0 + timedelta(minutes=30), T0 + timedelta(minutes=30, seconds=5), 5.0),  # 29:50 after: same session
+        (T0 + timedelta(minutes=61), T0 + timedelta(minutes=61, seconds=7), 7.0),  # 30:55 after: a new one
+    ]
+    assert session_seconds(rows) == [15.0, 7.0]
+
+
+def test_the_report_of_the_worked_example(crowd):
+    a, b, c = crowd
+    start, end = pay_period(DAY, DAY)
+    report = pay_report(start=start, end=end)
+    rows = {row.username: row for row in report.rows}
+    assert set(rows) == {a.username, f"withdrawn-{b.pk}", c.username}
+    row_a = rows[a.username]
+    assert row_a.active_seconds == 20 + 60 + 10 + 30 + 45 + 60 + 1 == 226
+    assert (row_a.sessions, row_a.ratings, row_a.counted, row_a.excluded, row_a.points) == (2, 7, 3, 1, 37)
+    assert (row_a.base, row_a.bonus, row_a.amount) == (Decimal("0.57"), Decimal("0.93"), Decimal("1.50"))
+    row_b = rows[f"withdrawn-{b.pk}"]
+    assert row_b.withdrawn and row_b.participant_id == "P2bbbbbbbbbbbbbbbbbbbbbb"
+    assert (row_b.active_seconds, row_b.counted, row_b.excluded, row_b.points) == (80, 0, 2, -5)
+    assert (row_b.base, row_b.bonus, row_b.amount) == (Decimal("0.20"), Decimal("0.00"), Decimal("0.20"))
+    row_c = rows[c.username]
+    # 10 s: 0.025 -> 0.03; 4 points: 0.10.
+    assert (row_c.platform, row_c.amount) == ("", Decimal("0.13"))
+    assert report.total == Decimal("1.83")
+    # Sessions 225, 1 (A), 80 (B), 10 (C): median 45 s. Pay per session 0.75, 0.75, 0.20, 0.13: median
+    # 0.475 -> 0.48; 0.48 over 45 s is 38.40 an hour, under the minimum of 40.
+    assert report.median.median_session_seconds == 45
+    assert report.median.median_pay_per_session == Decimal("0.48")
+    assert report.median.hourly_at_median == Decimal("38.40")
+    assert report.median.under_minimum
+
+
+def test_the_prolific_csv_has_one_line_per_paid_prolific_participant(crowd):
+    report = pay_report(start=pay_period(DAY, DAY)[0], end=pay_period(DAY, DAY)[1])
+    text = prolific_bonus_csv(report)
+    assert text == "P1aaaaaaaaaaaaaaaaaaaaaa,1.50\nP2bbbbbbbbbbbbbbbbbbbbbb,0.20\n"
+    assert all(len(line) == 2 for line in csv.reader(io.StringIO(text)))
+
+
+def test_the_full_csv_has_every_column(crowd):
+    report = pay_report(start=pay_period(DAY, DAY)[0], end=pay_period(DAY, DAY)[1])
+    rows = list(csv.DictReader(io.StringIO(full_csv(report))))
+    assert tuple(rows[0]) == COLUMNS and len(rows) == 3
+    first = rows[0]
+    assert (first["participant_id"], first["active_seconds"], first["amount"], first["currency"]) == (
+        "P1aaaaaaaaaaaaaaaaaaaaaa",
+        "226.0",
+        "1.50",
+        "GBP",
+    )
+
+
+def test_an_inverted_period_is_refused_everywhere(client, crowd):
+    with pytest.raises(PayPeriodError):
+        pay_period(DAY, DAY - timedelta(days=1))
+    answer = token_client(researcher()).get("/api/study/pay", {"start": "2030-01-02", "end": "2030-01-01"})
+    assert answer.status_code == 400 and "swap the dates" in error_of(answer)["message"]
+    client.force_login(researcher())
+    page = client.get(reverse("annotators:pay_report"), {"start": "2030-01-02", "end": "2030-01-01"})
+    assert page.status_code == 400 and "swap the dates" in page.content.decode()
+    with pytest.raises(CommandError, match="swap the dates"):
+        call_command("pay_report", "--start", "2030-01-02", "--end", "2030-01-01")
+    with pytest.raises(CommandError, match="YYYY-MM-DD"):
+        call_command("pay_report", "--start", "1/1/2030", "--end", "2030-01-01")
+
+
+def test_the_page_the_api_and_the_command_give_the_same_figures(client, crowd, capsys):
+    params = {"start": "2030-01-01", "end": "2030-01-01"}
+    client.force_login(researcher())
+    page = client.get(reverse("annotators:pay_report"), params).content.decode()
+    assert 'id="pay-total">1.83 GBP<' in page and 'id="under-minimum"' in page
+    assert client.get(reverse("annotators:pay_report"), {**params, "download": "prolific"}).content.decode() == (
+        "P1aaaaaaaaaaaaaaaaaaaaaa,1.50\nP2bbbbbbbbbbbbbbbbbbbbbb,0.20\n"
+    )
+    body = token_client(researcher()).get("/api/study/pay", params).json()
+    assert body["total"] == "1.83" and body["hourly_at_median"] == "38.40" and len(body["rows"]) == 3
+    api_csv = token_client(researcher()).get("/api/study/pay", {**params, "download": "csv"})
+    assert api_csv["Content-Type"].startswith("text/csv") and api_csv.content.decode().startswith("profile_id,")
+    call_command("pay_report", "--start", "2030-01-01", "--end", "2030-01-01")
+    assert "total 1.83 GBP for 3 rater(s)" in capsys.readouterr().out
+
+
+def test_only_researchers_and_staff_see_pay(client, crowd):
+    client.force_login(annotator())
+    assert client.get(reverse("annotators:pay_report")).status_code == 403
+    assert (
+        token_client(annotator()).get("/api/study/pay", {"start": "2030-01-01", "end": "2030-01-01"}).status_code == 403
+    )
+    client.force_login(admin())
+    assert client.get(reverse("annotators:pay_report")).status_code == 200
+
+
+def test_median_pay_with_no_session_says_nothing():
+    empty = median_pay([], [], Decimal("8"))
+    assert (empty.median_session_seconds, empty.hourly_at_median, empty.under_minimum) == (None, None, False)
