@@ -19,11 +19,13 @@ next pair's claim (1); the writes (1 on PostgreSQL, ``ratinggame.game.sql.write_
 elsewhere: assignment closed, pair, profile, rating, next pair, next assignment); COMMIT. The
 page's answer (its feedback panel and the next pair) is rendered from what the rating returned;
 after it, whether the rating ended a study participant's session (SPEC 7: 1 statement for a rater
-who did not come through a platform link, 3 for a participant). Before this path (issue 22) the same rating through the pages took three
-requests and 34 statements. A serve on its own (``POST /api/game/next``) also reads the
-image of the rater's previous serve (the next pair shows another image, SPEC 5), which the
-one-request path has in hand. The rating of a control pair reads the rater's latest control
-ratings (the drift rule, SPEC 2.5): one statement more, once in every ten ratings.
+who did not come through a platform link, 3 for a participant). Before this path (issue 22) the
+same rating through the pages took three requests and 34 statements.
+
+A serve on its own (``POST /api/game/next``) also reads the image of the rater's previous serve (the
+next pair shows another image, SPEC 5), which the one-request path has in hand. The rating of a
+control pair reads the rater's latest control ratings (the drift rule, SPEC 2.5): one statement
+more, once in every ten ratings.
 """
 
 import pytest
