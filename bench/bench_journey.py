@@ -7,7 +7,10 @@ production settings and drives the JSON API with token-authenticated simulated r
 
 - ``one``: one request per rating, ``POST /api/game/submit`` with ``"next": true`` (the answer
   carries the feedback and the next pair);
-- ``two``: ``POST /api/game/next``, then ``POST /api/game/submit``.
+- ``two``: ``POST /api/game/next``, then ``POST /api/game/submit``;
+- ``page``: what the rating page's script sends, signed in with a browser session and its CSRF
+  token: ``POST /play/submit/`` (form-encoded), whose answer carries the feedback panel and the
+  next pair (a ``GET /play/game/`` only when a rater has no pair open).
 
 It prints, for the first pool size:
 
@@ -39,6 +42,7 @@ import json
 import os
 import pstats
 import random
+import re
 import socket
 import statistics
 import subprocess
@@ -47,15 +51,17 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import urlencode
 
-from helpers import database_create, database_drop  # bench/helpers.py, beside this script
+from helpers import database_create, database_drop, session_of  # bench/helpers.py, beside this script
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = str(ROOT / ".venv" / "bin" / "python")
 GUNICORN = str(ROOT / ".venv" / "bin" / "gunicorn")
 IMAGES = 1000  # pairs share images: 1000 captions per image at 1M pairs
-MODES = ("one", "two")
-MODE_NAMES = {"one": "one request per rating", "two": "next + submit"}
+MODES = ("one", "two", "page")
+MODE_NAMES = {"one": "one request per rating", "two": "next + submit", "page": "the rating page's one request"}
+CSRF_SECRET = "b" * 32  # the bench browsers' CSRF cookie; the header carries the same secret
 # Production settings for the server and the in-process measures; no 3-second floor, no throttle.
 SERVER_ENV = {
     "DJANGO_DEBUG": "0",
@@ -94,6 +100,7 @@ def build(db_url: str, pairs: int, raters: int, out: str, profile_ratings: int, 
     from ratinggame.models import CaptionPair, Image, Pool, PrimingStatus
 
     call_command("migrate", verbosity=0)
+    call_command("collectstatic", "--noinput", verbosity=0)  # production settings: the rating page's assets
     started = time.perf_counter()
     images = Image.objects.bulk_create(
         Image(file=f"images/bench/{i}.png", sha256=f"{i:064x}", width=640, height=480, original_name=f"{i}.png")
@@ -113,7 +120,7 @@ def build(db_url: str, pairs: int, raters: int, out: str, profile_ratings: int, 
     )
     now = timezone.now()
     annotator = ensure_roles()[ANNOTATOR]
-    tokens = []
+    tokens, sessions = [], []
     # The bench raters, then one for each in-process measure (statement counts, profiles).
     for i in range(raters + 2 * len(modes) + 1):
         user = get_user_model().objects.create_user(username=f"bench{i}", password=None)
@@ -128,20 +135,24 @@ def build(db_url: str, pairs: int, raters: int, out: str, profile_ratings: int, 
             window_points=40,
         )
         tokens.append(Token.objects.create(user=user).key)
+        sessions.append(session_of(user))
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE")
     build_seconds = time.perf_counter() - started
     query_ms = _candidate_query_ms(connection, get_user_model().objects.get(username="bench0"))
-    own = iter(tokens[raters:])
-    statements = {mode: _statements_per_rating(_wsgi_post(next(own)), mode) for mode in modes}
-    floors = _floors(_wsgi_post(next(own)), 200) if profile_ratings else {}
+    own = iter(range(raters, len(tokens)))
+    credentials = lambda index: (tokens[index], sessions[index])  # noqa: E731
+    statements = {mode: _statements_per_rating(_wsgi_post(*credentials(next(own))), mode) for mode in modes}
+    floors = _floors(_wsgi_post(*credentials(next(own))), 200) if profile_ratings else {}
     profiles = {
-        mode: _profile(_wsgi_post(next(own)), mode, profile_ratings) if profile_ratings else "" for mode in modes
+        mode: _profile(_wsgi_post(*credentials(next(own))), mode, profile_ratings) if profile_ratings else ""
+        for mode in modes
     }
     Path(out).write_text(
         json.dumps(
             {
                 "tokens": tokens[:raters],
+                "sessions": sessions[:raters],
                 "build_seconds": build_seconds,
                 "query_ms": query_ms,
                 "statements": statements,
@@ -230,6 +241,9 @@ class Player:
         self.done = code == "none_left"
 
     def step(self) -> None:
+        if self.mode == "page":
+            self._page_step()
+            return
         started = time.perf_counter()
         if self.pending is None:
             status, served = self._request("/api/game/next", None)
@@ -252,23 +266,64 @@ class Player:
             self.pending = following["assignment_id"] if following else None
             self.done = following is None
 
+    def _page_step(self) -> None:
+        """As the rating page's script: POST /play/submit/, the next pair in its answer."""
+        started = time.perf_counter()
+        if self.pending is None:
+            status, page = self._request("GET /play/game/", None)
+            found = re.search(r'name="assignment" value="(\d+)"', page.get("html", ""))
+            if status != 200 or found is None:
+                self._refused("page", status, {"code": "none_left" if status == 200 else str(status)})
+                return
+            self.pending = int(found.group(1))
+        status, answer = self._request("/play/submit/", {"assignment": self.pending, "value": random.randint(1, 5)})
+        self.pending = None
+        if status != 200:
+            self._refused("submit", status, answer)
+            return
+        self.rating_ms.append((time.perf_counter() - started) * 1000)
+        if "feedback" in answer:
+            self.acked.append(answer["feedback"]["rating_id"])
+            self.pending = answer["next"]["assignment_id"]
+        # {"page": ...}: the end of something the page shows as a page; the next step opens /play/game/.
 
-def http_post(port: int, token: str) -> Post:
-    """POST over one persistent HTTP connection (reconnecting once when the server closed it)."""
+
+def _request_parts(path: str, body: dict | None, token: str, session: str) -> tuple[str, str, bytes, dict]:
+    """Method, path, body and headers of a bench request: the API's with the token, JSON; the
+    rating page's (``/play/...``) with the browser session and its CSRF token, form-encoded."""
+    method, _, path = path.rpartition(" ") if " " in path else ("POST", "", path)
+    if path.startswith("/play/"):
+        headers = {
+            "Cookie": f"sessionid={session}; csrftoken={CSRF_SECRET}",
+            "X-CSRFToken": CSRF_SECRET,
+            "Content-Type": "application/x-www-form-urlencoded",
+        }
+        return method, path, urlencode(body or {}).encode(), headers
     headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
+    return method, path, json.dumps(body or {}).encode(), headers
+
+
+def _answer_of(data: bytes, content_type: str) -> dict:
+    if content_type.startswith("text/html"):
+        return {"html": data.decode()}
+    return json.loads(data or b"{}")
+
+
+def http_post(port: int, token: str, session: str = "") -> Post:
+    """POST over one persistent HTTP connection (reconnecting once when the server closed it)."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
 
     def post(path: str, body: dict | None) -> tuple[int, dict]:
         nonlocal connection
-        payload = json.dumps(body or {})
+        method, path, payload, headers = _request_parts(path, body, token, session)
         for attempt in range(2):
             try:
-                connection.request("POST", path, payload, headers)
+                connection.request(method, path, payload, headers)
                 response = connection.getresponse()
                 data = response.read()
                 if response.getheader("Connection", "").lower() == "close":
                     connection.close()
-                return response.status, json.loads(data or b"{}")
+                return response.status, _answer_of(data, response.getheader("Content-Type", ""))
             except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
                 connection.close()
                 if attempt:
@@ -278,14 +333,14 @@ def http_post(port: int, token: str) -> Post:
     return post
 
 
-def _wsgi_post(token: str) -> Post:
+def _wsgi_post(token: str, session: str = "") -> Post:
     """POST through Django's WSGI handler in this process: the server's path less gunicorn's HTTP."""
     from django.core.wsgi import get_wsgi_application
 
     application = get_wsgi_application()
 
     def post(path: str, body: dict | None, method: str = "POST") -> tuple[int, dict]:
-        data = json.dumps(body or {}).encode()
+        method, path, data, headers = _request_parts(path if " " in path else f"{method} {path}", body, token, session)
         environ = {
             "REQUEST_METHOD": method,
             "PATH_INFO": path,
@@ -293,20 +348,21 @@ def _wsgi_post(token: str) -> Post:
             "SERVER_PORT": "80",
             "SERVER_PROTOCOL": "HTTP/1.1",
             "HTTP_HOST": "127.0.0.1",
-            "HTTP_AUTHORIZATION": f"Token {token}",
-            "CONTENT_TYPE": "application/json",
+            "CONTENT_TYPE": headers.pop("Content-Type"),
             "CONTENT_LENGTH": str(len(data)),
             "wsgi.url_scheme": "http",
             "wsgi.input": io.BytesIO(data),
             "wsgi.errors": sys.stderr,
+            **{"HTTP_" + name.upper().replace("-", "_"): value for name, value in headers.items()},
         }
-        status: list[str] = []
-        response = application(environ, lambda line, headers, exc_info=None: status.append(line))
+        answered: list[str] = []
+        response = application(environ, lambda line, headers, exc_info=None: answered.append((line, dict(headers))))
         try:
             payload = b"".join(response)
         finally:
             response.close()  # request_finished: what a WSGI server does after each response
-        return int(status[0][:3]), json.loads(payload or b"{}")
+        line, response_headers = answered[0]
+        return int(line[:3]), _answer_of(payload, response_headers.get("Content-Type", ""))
 
     return post
 
@@ -402,8 +458,8 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))] if ordered else float("nan")
 
 
-def drive(port: int, tokens: list[str], mode: str, seconds: float) -> dict:
-    players = [Player(http_post(port, token), mode) for token in tokens]
+def drive(port: int, credentials: list[tuple[str, str]], mode: str, seconds: float) -> dict:
+    players = [Player(http_post(port, token, session), mode) for token, session in credentials]
     stop = threading.Event()
 
     def loop(player: Player) -> None:
@@ -509,7 +565,9 @@ def load() -> str:
     return "load average " + " ".join(f"{value:.2f}" for value in os.getloadavg()) + f" on {os.cpu_count()} CPUs"
 
 
-def throughput(args, server: subprocess.Popen, db_url: str, tokens: list[str], mode: str, count: int) -> dict:
+def throughput(
+    args, server: subprocess.Popen, db_url: str, tokens: list[tuple[str, str]], mode: str, count: int
+) -> dict:
     """One throughput run; prints its line and returns its figures."""
     before = load()
     cpu_before = server_cpu(server, db_url)
@@ -522,6 +580,7 @@ def throughput(args, server: subprocess.Popen, db_url: str, tokens: list[str], m
         "request_p99": percentile(result["request_ms"], 99),
         "rating_p99": percentile(result["rating_ms"], 99),
         "lost": acked - stored,
+        "web_cpu_ms": cpu_ms["gunicorn"],
     }
     print(
         f"  {MODE_NAMES[mode]}, {count} raters: {figures['rate']:.0f} ratings/s over {result['elapsed']:.1f} s | "
@@ -601,11 +660,11 @@ def main() -> None:
                     f"for GET /healthz (Django, SELECT 1)",
                     flush=True,
                 )
-        tokens = built["tokens"]
+        tokens = list(zip(built["tokens"], built["sessions"], strict=True))
         log_path = Path(f"/tmp/{args.db_prefix}bench_journey_{size}.log")
         server = start_server(db_url, args.port, args.workers, args.threads, log_path)
         try:
-            latency = Player(http_post(args.port, tokens[0]), "two")
+            latency = Player(http_post(args.port, *tokens[0]), "two")
             for _ in range(30):  # warm-up: imports, connections, caches
                 latency.step()
             latency.next_ms.clear()
@@ -647,6 +706,15 @@ def goals(figures: dict, statements: dict) -> None:
     if "one" in statements:
         count = statements["one"]["statements"]
         print(f"goal <= 8 statements per rating: {count:.1f}" + _met(count <= 8))
+    if "page" in statements:
+        count = statements["page"]["statements"]
+        print(f"goal <= 10 statements per rating through the rating page: {count:.1f}" + _met(count <= 10))
+    for count in sorted({count for (mode, count) in figures if mode == "page"} & set(one)):
+        ratio = figures["page", count]["rate"] / one[count]["rate"]
+        print(f"goal rating page >= 0.8 of the API's ratings/s, {count} raters: {ratio:.2f}" + _met(ratio >= 0.8))
+    for count, figure in sorted(one.items()):
+        web = figure["web_cpu_ms"]
+        print(f"goal web CPU per rating <= 3 ms (API, {count} raters): {web:.1f} ms" + _met(web <= 3))
     lost = sum(figure["lost"] for figure in figures.values())
     print(f"acknowledged ratings lost, all runs: {lost}" + _met(lost == 0))
 

@@ -47,3 +47,19 @@ def database_create(db_url: str) -> None:
 def database_drop(db_url: str) -> None:
     name = db_url.rsplit("/", 1)[1]
     _admin(db_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def session_of(user) -> str:
+    """A browser session signed in as ``user`` (in a process with Django set up), as Django's log-in
+    makes it: its key, for the ``sessionid`` cookie."""
+    from importlib import import_module
+
+    from django.conf import settings
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+
+    session = import_module(settings.SESSION_ENGINE).SessionStore()
+    session[SESSION_KEY] = str(user.pk)
+    session[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
+    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    session.create()
+    return session.session_key

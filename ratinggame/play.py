@@ -114,6 +114,7 @@ def _answer(request: HttpRequest, feedback: "game.Feedback", value: str, now) ->
     return {
         "feedback": {
             "url": feedback_url,
+            "rating_id": feedback.rating_id,
             "html": get_template("ratinggame/_feedback_in_place.html").render(context),
             "announce": announcement(feedback, None),
             "points_class": context["points_class"],

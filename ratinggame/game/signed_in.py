@@ -12,12 +12,12 @@ caller falls back to Django's and DRF's full request handling, which says why.
 
 from dataclasses import dataclass
 from datetime import datetime
+from importlib import import_module
 
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.utils.crypto import constant_time_compare
-from django.utils.module_loading import import_string
 
 from annotators.roles import ROLES
 from ratinggame.game import sql
@@ -84,4 +84,4 @@ def rater_by_session(session_key: str, now: datetime) -> SignedIn | None:
 
 
 def _session_store():
-    return import_string(settings.SESSION_ENGINE).SessionStore()
+    return import_module(settings.SESSION_ENGINE).SessionStore()
