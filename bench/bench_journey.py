@@ -273,7 +273,10 @@ class Player:
             status, page = self._request("GET /play/game/", None)
             found = re.search(r'name="assignment" value="(\d+)"', page.get("html", ""))
             if status != 200 or found is None:
-                self._refused("page", status, {"code": "none_left" if status == 200 else str(status)})
+                # 200 without a pair: none left; a redirect: the rater left the game (random
+                # ratings of control pairs send a rater back to probation, SPEC 2.5). Either way: done.
+                self._refused("page", status, {"code": "none_left" if status == 200 else "left_the_game"})
+                self.done = True
                 return
             self.pending = int(found.group(1))
         status, answer = self._request("/play/submit/", {"assignment": self.pending, "value": random.randint(1, 5)})

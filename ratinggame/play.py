@@ -54,11 +54,14 @@ def submit(request: HttpRequest) -> JsonResponse:
         return _refused("invalid", "This form did not say which pair it rates.", 400, page=reverse("annotators:play"))
     value = request.POST.get("value", "")
 
+    participant: list[bool] = []  # read with the rater: whether a study session may end (SPEC 7)
+
     def locked_rater():
         found = rater_by_session(session_key, now)
         if found is None:
             raise _NotSignedIn
         request.user = found.user  # for what follows (the request log) without reading it again
+        participant.append(found.participant)
         return found.user, found.profile
 
     submitted = {"assignment_id": assignment_id, "value": value, "now": now, "serve_next": True}
@@ -70,12 +73,13 @@ def submit(request: HttpRequest) -> JsonResponse:
             if not request.user.is_authenticated:
                 return _not_signed_in()
             feedback = game.rating_submit(rater=request.user, **submitted)
+            participant.append(True)  # not read: ask
     except game.RatingRejected as rejected:
         if rejected.code in game.SAME_PAIR_AGAIN:
             return _refused(rejected.code, rejected.message, rejected.status)
         messages.error(request, rejected.message)
         return _refused(rejected.code, rejected.message, rejected.status, page=reverse("annotators:play"))
-    return JsonResponse(_answer(request, feedback, value, now))
+    return JsonResponse(_answer(request, feedback, value, now, participant=participant[-1]))
 
 
 def _not_signed_in() -> JsonResponse:
@@ -90,7 +94,7 @@ def _refused(code: str, message: str, status: int, *, page: str | None = None) -
     return JsonResponse(body, status=status)
 
 
-def _answer(request: HttpRequest, feedback: "game.Feedback", value: str, now) -> dict:
+def _answer(request: HttpRequest, feedback: "game.Feedback", value: str, now, *, participant: bool) -> dict:
     feedback_url = reverse("feedback", args=[feedback.assignment_id])
     served = feedback.next
     if feedback.already_rated and value != str(feedback.value):
@@ -98,7 +102,7 @@ def _answer(request: HttpRequest, feedback: "game.Feedback", value: str, now) ->
     first_game_rating = feedback.window is not None and feedback.window.count == 1
     if feedback.already_rated or feedback.transition or first_game_rating or served is None:
         return {"page": feedback_url}
-    if served.stage != feedback.stage or session_gate(request.user) is not None:
+    if served.stage != feedback.stage or (participant and session_gate(request.user) is not None):
         # A study participant whose session this rating ended: the feedback page, then (its
         # "Next") the completion page, as without a script.
         return {"page": feedback_url}

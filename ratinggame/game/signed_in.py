@@ -10,7 +10,7 @@ active (``ModelBackend.user_can_authenticate``). Anything else is "not signed in
 caller falls back to Django's and DRF's full request handling, which says why.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from importlib import import_module
 
@@ -33,6 +33,8 @@ class SignedIn:
 
     user: AbstractBaseUser
     profile: ProfileRow
+    # Came through a study's platform link (read with the session only; False by a token).
+    participant: bool = False
 
 
 def _user_of(values) -> AbstractBaseUser:
@@ -69,7 +71,7 @@ def rater_by_session(session_key: str, now: datetime) -> SignedIn | None:
     if row is None:
         return None
     data = _session_store().decode(row[0])
-    signed_in = _signed_in(row[1:])
+    signed_in = _signed_in(row[1:-1])
     if signed_in is None:
         return None
     user = signed_in.user
@@ -80,7 +82,7 @@ def rater_by_session(session_key: str, now: datetime) -> SignedIn | None:
         return None
     if not constant_time_compare(data.get(HASH_SESSION_KEY, ""), user.get_session_auth_hash()):
         return None
-    return signed_in
+    return replace(signed_in, participant=bool(row[-1]))
 
 
 def _session_store():

@@ -26,7 +26,7 @@ from django.db import connection
 from django.db.models import Model
 from rest_framework.authtoken.models import Token
 
-from annotators.models import RaterProfile
+from annotators.models import Participation, RaterProfile
 from ratinggame.models import Assignment, CaptionPair, Image, Pool, Rating, Session
 
 GAME = Pool.GAME.value
@@ -261,11 +261,16 @@ def rater_by_token(vendor: str) -> Statement:
 @statement
 def rater_by_session(vendor: str) -> Statement:
     """The session's data and user, their roles and their rater profile, locked, in one query
-    (the session table names its user: ``ratinggame.models.Session``)."""
+    (the session table names its user: ``ratinggame.models.Session``); last, whether the rater
+    came through a study's platform link (a ``Participation``: their session may end, SPEC 7)."""
     user_model = get_user_model()
+    participant = (
+        f"EXISTS (SELECT 1 FROM {table(Participation)} pa "  # noqa: S608
+        f'WHERE pa.{column(Participation, "profile")} = p."id")'
+    )
     sql = (
         f"SELECT s.{column(Session, 'session_data')}, {_user_columns('u')}, {_group_names(vendor, 'u')}, "  # noqa: S608
-        f"{PROFILE.select('p')} FROM {table(Session)} s "
+        f"{PROFILE.select('p')}, {participant} FROM {table(Session)} s "
         f'JOIN {table(user_model)} u ON u."id" = s.{column(Session, "user")} '
         f'JOIN {table(RaterProfile)} p ON p.{column(RaterProfile, "user")} = u."id" '
         f"WHERE s.{column(Session, 'session_key')} = %s AND s.{column(Session, 'expire_date')} > %s"
@@ -276,6 +281,7 @@ def rater_by_session(vendor: str) -> Statement:
         user_model: USER_FIELDS,
         Group: ("name",),
         RaterProfile: PROFILE.names,
+        Participation: ("profile",),
     }
     return Statement(sql, names, (None, Session._meta.get_field("expire_date")))
 
