@@ -139,6 +139,7 @@ def _context(statistics: dict) -> dict:
         for row in rows
     ]
     game = settings.RATINGGAME
+    source_agreement = _source_rows(statistics)
     return {
         "statistics": statistics,
         "counts": statistics["counts"],
@@ -146,7 +147,8 @@ def _context(statistics: dict) -> dict:
         "agreement_rows": rows,
         "all_ratings_rows": all_rows,
         "all_ratings": everything,
-        "source_agreement_rows": _source_rows(statistics),
+        "source_agreement_rows": source_agreement,
+        "source_agreement_too_few": any(row["too_few"] for row in source_agreement),
         "agreement_too_few": statistics.get("agreement_too_few"),
         "minimums": statistics.get("minimums") or {},
         "agreement": agreement,
@@ -193,10 +195,19 @@ def datasheet_render(statistics: dict) -> str:
     return render_to_string("scoring/export/datasheet.md", _context(statistics))
 
 
-def dataset_card_render(statistics: dict, *, front_matter: str, pretty_name: str, code_version: str) -> str:
-    """README.md: the Hugging Face dataset card (``scoring.export.card`` writes its YAML header)."""
+def dataset_card_render(
+    statistics: dict,
+    *,
+    front_matter: str,
+    pretty_name: str,
+    code_version: str,
+    rounding: list[tuple[int, list[str]]],
+) -> str:
+    """README.md: the Hugging Face dataset card (``scoring.export.card`` writes its YAML header).
+    ``rounding``: the decimals of the text formats' float columns (``card.rounding_groups``)."""
     context = _context(statistics)
     context.update(
+        rounding=rounding,
         front_matter=front_matter,
         code_version=code_version,
         pretty_name=pretty_name,
