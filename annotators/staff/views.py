@@ -338,7 +338,7 @@ def _dispute_rows(disputes: list[Dispute], viewer) -> list[dict]:
                 # One dispute per rating: what it restored is all that was restored for the rating.
                 "rescore": dispute_rescore(rating, others=others, restored=dispute.points_restored),
                 "hidden": rating.pair_id in held,
-                "form": DisputeResolveForm(auto_id=f"id_dispute{dispute.pk}_%s"),
+                "form": DisputeResolveForm(auto_id=f"id_dispute{dispute.pk}_%s", rating_excluded=rating.excluded),
             }
         )
     return rows
@@ -368,7 +368,7 @@ def dispute_queue(request: HttpRequest) -> HttpResponse:
 def dispute_resolve(request: HttpRequest, dispute_id: int) -> HttpResponse:
     disputes = Dispute.objects.select_related("rating__pair__image", "rating__rater__rater")
     dispute = get_object_or_404(disputes, pk=dispute_id)
-    form = DisputeResolveForm(request.POST or None)
+    form = DisputeResolveForm(request.POST or None, rating_excluded=dispute.rating.excluded)
     row = _dispute_rows([dispute], request.user)[0]
     status = 200
     if request.method == "POST" and row["hidden"]:
