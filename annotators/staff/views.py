@@ -21,6 +21,7 @@ from annotators.competency.analysis import PAPER_COEF_PER_10_PERCENT, PAPER_SE_P
 from annotators.competency.flag_rules import FLAG_KEYS, FLAG_LABELS, rules_in_words
 from annotators.competency.flags import RaterStats, flag_thresholds, rater_statistics, rater_timeline
 from annotators.competency.jobs import competency_refresh_request, latest_analysis, never_queued
+from annotators.competency.regression import NO_REGRESSION_NOTE
 from annotators.competency.timeline_svg import timeline_svg
 from annotators.models import CompetencyAnalysis, Dispute, DisputeStatus, RaterProfile, RaterState
 from annotators.roles import staff_required
@@ -152,6 +153,7 @@ def _analysis_context() -> dict:
         and newest.status in (CompetencyAnalysis.Status.QUEUED, CompetencyAnalysis.Status.RUNNING),
         "paper_coef": PAPER_COEF_PER_10_PERCENT,
         "paper_se": PAPER_SE_PER_10_PERCENT,
+        "no_regression_note": NO_REGRESSION_NOTE,
         "every": settings.RATINGGAME_COMPETENCY_EVERY,
         "p_value": _p_value(analysis.regression.get("p_value") if analysis is not None else None),
     }

@@ -6,12 +6,11 @@ from django.utils.safestring import mark_safe
 
 from annotators import journey
 from annotators.competency.analysis import PAPER_COEF_PER_10_PERCENT, PAPER_SE_PER_10_PERCENT
+from annotators.competency.regression import NO_REGRESSION_NOTE
 from annotators.scale import LEVELS
 from ratinggame.models import MAX_HUMAN_RATINGS, MIN_HUMAN_RATINGS, Pool
 from scoring.export.figures import distribution_bars_svg, source_shares_svg
 from scoring.export.stats import AGREEMENT_ROWS, ALL_RATINGS_ROWS, PAPER_TABLE3
-
-NO_REGRESSION = "fewer than 3 raters with a tutorial score and enough game ratings"
 
 
 def _figure(value: float | None, digits: int = 1) -> str:
@@ -93,7 +92,7 @@ def _competency(statistics: dict) -> dict:
         **competency,
         "not_converged": details.get("converged") is False,
         "regression_not_converged": regression.get("converged") is False,
-        "regression_note": details.get("regression_note") or NO_REGRESSION,
+        "regression_note": details.get("regression_note") or NO_REGRESSION_NOTE,
         "regression_row": row,
         "paper_coef": f"{paper.get('coef_per_10_percent', PAPER_COEF_PER_10_PERCENT):+.2f}",
         "paper_se": f"{paper.get('se_per_10_percent', PAPER_SE_PER_10_PERCENT):.2f}",
