@@ -43,7 +43,7 @@ HOME_CALLS = {
 
 def home(request: HttpRequest) -> HttpResponse:
     counts = dict(CaptionPair.objects.values_list("pool").annotate(n=Count("id")).order_by())
-    sample = CaptionPair.objects.game().select_related("image").order_by("id")[:6]
+    sample = CaptionPair.objects.game().one_per_image(6).select_related("image")
     call = HOME_CALLS[progress.current_step(request.user)] if request.user.is_authenticated else None
     return render(
         request,
