@@ -98,6 +98,8 @@ def sorted_triple_distribution(counts: np.ndarray) -> np.ndarray:
 
 # The interval method of every statistic (see the module's docstring); "percentile" for comparison.
 METHOD = "basic"
+# How the reports, the datasheet and the dataset card name it.
+METHOD_WORDS = "a basic (reverse-percentile) bootstrap over pairs, clipped to the range of the statistic"
 METHODS = ("basic", "percentile")
 UNBOUNDED = (-np.inf, np.inf)
 

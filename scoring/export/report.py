@@ -9,6 +9,7 @@ from annotators.competency.analysis import PAPER_COEF_PER_10_PERCENT, PAPER_SE_P
 from annotators.competency.regression import NO_REGRESSION_NOTE
 from annotators.scale import LEVELS
 from ratinggame.models import MAX_HUMAN_RATINGS, MIN_HUMAN_RATINGS, Pool
+from scoring import bootstrap
 from scoring.export.figures import distribution_bars_svg, source_shares_svg
 from scoring.export.stats import AGREEMENT_ROWS, ALL_RATINGS_ROWS, PAPER_TABLE3
 
@@ -146,6 +147,7 @@ def _context(statistics: dict) -> dict:
         "agreement_rows": rows,
         "all_ratings_rows": all_rows,
         "all_ratings": everything,
+        "interval_method": bootstrap.METHOD_WORDS,
         "source_agreement_rows": source_agreement,
         "source_agreement_too_few": any(row["too_few"] for row in source_agreement),
         "agreement_too_few": statistics.get("agreement_too_few"),

@@ -51,7 +51,9 @@ def literal_interval(pairs: list[list[int]], statistic: str, resamples: int, dra
 
 
 @pytest.mark.parametrize("statistic", ["tau_X_YZ", "kendall_w", "fleiss_kappa"])
-def test_the_fast_interval_matches_resampling_pairs_and_redoing_the_draws(statistic):
+def test_the_fast_interval_matches_resampling_pairs_and_redoing_the_draws(statistic, monkeypatch):
+    # The replicates are what is compared: their percentiles, on both sides.
+    monkeypatch.setattr(bootstrap, "METHOD", "percentile")
     pairs = random_ratings(40, 300)
     fast = virtual_rater_report(pairs, samples=100, seed=1, resamples=2000)[statistic]
     low, high = literal_interval(pairs, statistic, resamples=300, draws=20, seed=2)
@@ -63,12 +65,13 @@ def test_the_fast_interval_matches_resampling_pairs_and_redoing_the_draws(statis
     assert fast["ci_low"] < fast["mean"] < fast["ci_high"]
 
 
-def test_vicr_sample_intervals_match_the_audit():
-    """The audit's bootstrap over the VICR sample's pairs: τ_X-YZ [69.9, 76.9], W [90.2, 93.6],
-    κ [48.4, 59.2]. Tolerance 0.6 points: the endpoints of two 1,000-resample bootstraps differ
-    by about 0.2-0.4 points from Monte Carlo noise alone."""
+def test_vicr_sample_intervals_match_the_audit(monkeypatch):
+    """The audit's percentile bootstrap over the VICR sample's pairs: τ_X-YZ [69.9, 76.9], W
+    [90.2, 93.6], κ [48.4, 59.2]. Tolerance 0.6 points: the endpoints of two 1,000-resample
+    bootstraps differ by about 0.2-0.4 points from Monte Carlo noise alone."""
     if not VICR_SAMPLE.exists():
         pytest.skip(f"{VICR_SAMPLE} is not on this machine")
+    monkeypatch.setattr(bootstrap, "METHOD", "percentile")
     report = virtual_rater_report(read_ratings_file(VICR_SAMPLE, "wide"), samples=100, seed=0)
     for statistic, (low, high) in {
         "tau_X_YZ": (69.9, 76.9),
@@ -158,3 +161,52 @@ def test_all_ratings_report_rejects_too_little_data():
     with pytest.raises(ValueError, match="at least 2 pairs"):
         all_ratings_report([[1, 2], [3]])
     assert math.isfinite(all_ratings_report([[1, 2], [3, 4], [5, 5]], resamples=10)["icc1"]["value"])
+
+
+# --- the interval method and the statistics' ranges -------------------------------------------
+
+
+def test_the_basic_interval_reflects_the_replicates_about_the_estimate_and_is_clipped():
+    """Replicates 1..99 around a whole-sample value of 60: the percentile interval is their 2.5th
+    and 97.5th percentiles (3.45, 96.55), the basic one those reflected about 60: [2 x 60 - 96.55,
+    2 x 60 - 3.45] = [23.45, 116.55], which a statistic at most 100 clips to [23.45, 100]."""
+    replicates = np.arange(1.0, 100.0)[:, None]
+    whole = np.array([60.0])
+    low, high, _ = bootstrap.interval(replicates, whole=whole, reported=whole, method="percentile")
+    assert (low[0], high[0]) == pytest.approx((3.45, 96.55))
+    low, high, _ = bootstrap.interval(replicates, whole=whole, reported=whole)
+    assert (low[0], high[0]) == pytest.approx((23.45, 116.55))
+    low, high, _ = bootstrap.interval(replicates, whole=whole, reported=whole, bounds=(-np.inf, 100.0))
+    assert (low[0], high[0]) == pytest.approx((23.45, 100.0))
+
+
+def nearly_unanimous() -> list[list[int]]:
+    """30 pairs whose raters all agree, over the whole scale, and one that splits 1, 3, 5: every
+    statistic near its maximum, where a resample without the dissenting pair is perfect."""
+    return [[level] * 3 for level in (1, 2, 3, 4, 5) for _ in range(6)] + [[1, 5, 3]]
+
+
+def test_every_interval_stays_inside_its_statistics_range_on_a_nearly_unanimous_set(monkeypatch):
+    from scoring import agreement
+    from scoring.export.stats import metric_correlation
+
+    pairs = nearly_unanimous()
+    scores = {index: float(np.mean(ratings)) for index, ratings in enumerate(pairs)}  # a perfect metric
+
+    def intervals() -> dict[str, tuple[float, float]]:
+        virtual = virtual_rater_report(pairs, samples=20, seed=0, resamples=1000)
+        everything = all_ratings_report(pairs, resamples=1000, seed=0)
+        found = {name: value for name, value in [*virtual.items(), *everything.items()] if isinstance(value, dict)}
+        found["tau_c"] = metric_correlation(scores, dict(enumerate(pairs)), resamples=1000, seed=0)
+        return {name: (value["ci_low"], value["ci_high"]) for name, value in found.items()}
+
+    bounded = intervals()
+    assert set(bounded) == set(agreement.BOUNDS)
+    for name, (low, high) in bounded.items():
+        floor, ceiling = agreement.BOUNDS[name]
+        assert floor <= low <= high <= ceiling, (name, low, high)
+    assert bounded["kendall_w"][1] == 100.0 and bounded["tau_c"][1] == 100.0
+    # The case is adversarial: unclipped, the intervals leave the range.
+    monkeypatch.setattr(agreement, "BOUNDS", dict.fromkeys(agreement.BOUNDS, bootstrap.UNBOUNDED))
+    unbounded = intervals()
+    assert unbounded["kendall_w"][1] > 100 and unbounded["krippendorff_alpha_ordinal"][1] > 100
