@@ -62,17 +62,17 @@ class BothIntervals:
 
     def __init__(self):
         self.original = bootstrap.interval
-        self.percentile: list[tuple] = []
+        self.calls: list[dict[str, tuple]] = []
 
     def __call__(self, replicates, **options):
         options.pop("method", None)
-        self.percentile.append(self.original(replicates, method="percentile", **options))
-        return self.original(replicates, method=bootstrap.METHOD, **options)
+        self.calls.append({method: self.original(replicates, method=method, **options) for method in bootstrap.METHODS})
+        return self.calls[-1][bootstrap.METHOD]
 
 
 def figures_of(pairs, scores, resamples: int, seed: int, both: BothIntervals | None) -> dict[str, dict]:
     """{statistic: {"value", and with resamples: "basic": (low, high), "percentile": (low, high)}}."""
-    start = len(both.percentile) if both else 0
+    start = len(both.calls) if both else 0
     virtual = agreement.virtual_rater_report(pairs, samples=100, seed=seed, resamples=resamples)
     everything = agreement.all_ratings_report(pairs, resamples=resamples, seed=seed)
     metric = metric_correlation(scores, dict(enumerate(pairs)), resamples=resamples, seed=seed)
@@ -82,13 +82,13 @@ def figures_of(pairs, scores, resamples: int, seed: int, both: BothIntervals | N
     figures.update({name: {"value": everything[name]["value"], "found": everything[name]} for name in alls})
     figures["metric tau_c"] = {"value": metric["tau_c"], "found": metric}
     if resamples:
-        calls = both.percentile[start:]
-        percentile = {name: (calls[0][0][i], calls[0][1][i]) for i, name in enumerate(names)}
-        percentile.update({name: (calls[1 + i][0][0], calls[1 + i][1][0]) for i, name in enumerate(alls)})
-        percentile["metric tau_c"] = (calls[-1][0][0], calls[-1][1][0])
-        for name, entry in figures.items():
-            entry["basic"] = (entry["found"]["ci_low"], entry["found"]["ci_high"])
-            entry["percentile"] = percentile[name]
+        calls = both.calls[start:]
+        for method in bootstrap.METHODS:
+            ends = {name: (calls[0][method][0][i], calls[0][method][1][i]) for i, name in enumerate(names)}
+            ends.update({name: (calls[1 + i][method][0][0], calls[1 + i][method][1][0]) for i, name in enumerate(alls)})
+            ends["metric tau_c"] = (calls[-1][method][0][0], calls[-1][method][1][0])
+            for name, entry in figures.items():
+                entry[method] = ends[name]
     return figures
 
 
@@ -110,12 +110,13 @@ def coverage(options) -> None:
                         low, high = entry[method]
                         covered[name][(n, method)] += bool(low <= truth[name]["value"] <= high)
         print(f"\n{label}: {time.perf_counter() - started:.0f} s, load average {os.getloadavg()[0]:.2f}")
-        heading = "".join(f"{f'{n} pairs':>18}" for n in sizes)
-        print(f"{'statistic (x100)':30} {'population':>10}{heading}")
-        print(f"{'':30} {'':>10}" + "".join(f"{'basic':>9}{'pctile':>9}" for _ in sizes))
+        width = 8 * len(bootstrap.METHODS)
+        heading = "".join(f"{f'{n} pairs':>{width}}" for n in sizes)
+        print(f"{'statistic (x100)':28} {'population':>10}{heading}")
+        print(f"{'':28} {'':>10}" + "".join(f"{method:>8}" for _ in sizes for method in bootstrap.METHODS))
         for name, counts in covered.items():
-            cells = "".join(f"{counts[(n, m)] / options.runs:>9.3f}" for n in sizes for m in bootstrap.METHODS)
-            print(f"{name:30} {truth[name]['value']:>10.2f}{cells}")
+            cells = "".join(f"{counts[(n, m)] / options.runs:>8.3f}" for n in sizes for m in bootstrap.METHODS)
+            print(f"{name:28} {truth[name]['value']:>10.2f}{cells}")
     print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

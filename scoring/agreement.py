@@ -216,15 +216,17 @@ def _virtual_rater_intervals(report: dict, counts: np.ndarray, samples: int, res
     groups, sizes = bootstrap.pair_groups(counts)
     triples = bootstrap.sorted_triple_distribution(groups).reshape(len(groups), -1)
     weights = bootstrap.multinomial_counts(sizes, resamples, bootstrap.bootstrap_rng(seed))
-    expected = np.vstack([sizes[None, :].astype(np.float64), weights]) @ triples
+    left_out, stands_for = bootstrap.jackknife_weights(sizes)
+    expected = np.vstack([sizes[None, :].astype(np.float64), weights, left_out]) @ triples
     figures = _statistics_from_histograms(expected.reshape(-1, *(3 * (len(SCALE),))))
     names = list(figures)
-    values = 100 * np.stack([figures[name] for name in names], axis=1)
+    everything = 100 * np.stack([figures[name] for name in names], axis=1)
+    values, jackknife = everything[: resamples + 1], (everything[resamples + 1 :], stands_for)
     reported = np.array([report[name]["mean"] for name in names])
     draw_error = np.nan_to_num(np.array([report[name]["sd"] for name in names])) / np.sqrt(samples)
     bounds = np.array([BOUNDS[name] for name in names])
     low, high, se = bootstrap.interval(
-        values[1:], whole=values[0], reported=reported, extra_se=draw_error, bounds=bounds
+        values[1:], whole=values[0], reported=reported, extra_se=draw_error, bounds=bounds, jackknife=jackknife
     )
     for index, name in enumerate(names):
         report[name].update(ci_low=float(low[index]), ci_high=float(high[index]), se=float(se[index]))
@@ -257,15 +259,22 @@ def all_ratings_report(
     groups, sizes = bootstrap.pair_groups(bootstrap.level_counts(flat, lengths))
     weights = sizes[None, :].astype(np.float64)
     if resamples:
-        weights = np.vstack([weights, bootstrap.multinomial_counts(sizes, resamples, bootstrap.bootstrap_rng(seed))])
+        left_out, stands_for = bootstrap.jackknife_weights(sizes)
+        resampled = bootstrap.multinomial_counts(sizes, resamples, bootstrap.bootstrap_rng(seed))
+        weights = np.vstack([weights, resampled, left_out])
     figures = _all_ratings_statistics(groups, weights)
     report: dict = {}
     for name, values in figures.items():
         scaled = 100 * values
         entry = {"value": float(scaled[0])}
         if resamples:
+            jackknife = (scaled[resamples + 1 :, None], stands_for)
             low, high, se = bootstrap.interval(
-                scaled[1:, None], whole=scaled[:1], reported=scaled[:1], bounds=BOUNDS[name]
+                scaled[1 : resamples + 1, None],
+                whole=scaled[:1],
+                reported=scaled[:1],
+                bounds=BOUNDS[name],
+                jackknife=jackknife,
             )
             entry.update(ci_low=float(low[0]), ci_high=float(high[0]), se=float(se[0]))
         report[name] = entry
