@@ -110,12 +110,12 @@ def coverage(options) -> None:
                         low, high = entry[method]
                         covered[name][(n, method)] += bool(low <= truth[name]["value"] <= high)
         print(f"\n{label}: {time.perf_counter() - started:.0f} s, load average {os.getloadavg()[0]:.2f}")
-        width = 8 * len(bootstrap.METHODS)
+        width = 11 * len(bootstrap.METHODS)
         heading = "".join(f"{f'{n} pairs':>{width}}" for n in sizes)
         print(f"{'statistic (x100)':28} {'population':>10}{heading}")
-        print(f"{'':28} {'':>10}" + "".join(f"{method:>8}" for _ in sizes for method in bootstrap.METHODS))
+        print(f"{'':28} {'':>10}" + "".join(f"{method:>11}" for _ in sizes for method in bootstrap.METHODS))
         for name, counts in covered.items():
-            cells = "".join(f"{counts[(n, m)] / options.runs:>8.3f}" for n in sizes for m in bootstrap.METHODS)
+            cells = "".join(f"{counts[(n, m)] / options.runs:>11.3f}" for n in sizes for m in bootstrap.METHODS)
             print(f"{name:28} {truth[name]['value']:>10.2f}{cells}")
     print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 

@@ -181,7 +181,7 @@ def virtual_rater_report(
     - ``krippendorff_alpha``: ordinal α of X, Y, Z.
 
     With ``resamples`` (1,000 by default; 0 for none) every statistic also gets ``ci_low``,
-    ``ci_high`` (a 95% basic interval from a seeded bootstrap over pairs, clipped to the
+    ``ci_high`` (a 95% BCa interval from a seeded bootstrap over pairs, clipped to the
     statistic's range, ``scoring.bootstrap``) and
     ``se`` (the bootstrap standard error). Also ``pairs_used``, ``pairs_left_out`` (pairs with
     fewer than 3 ratings), ``samples``, ``resamples`` and ``seed``. ``ratings_per_pair`` holds
