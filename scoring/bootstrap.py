@@ -174,9 +174,10 @@ def interval(
     The interval of ``METHOD`` (or ``method``) from ``replicates`` about ``whole`` (the statistic
     of the whole sample computed the way the replicates were; BCa also needs ``jackknife``: the
     statistic with pairs left out, and how many pairs each row stands for, ``jackknife_weights``),
-    moved by ``reported - whole``; each half-width is widened in quadrature by 1.96 x ``extra_se``, and both ends are
-    clipped to ``bounds`` (low, high; or an array of them, statistics x 2). NaN replicates (a
-    resample with one category only) are ignored; NaN when fewer than half of them are finite.
+    moved by ``reported - whole``; each half-width is widened in quadrature by 1.96 x
+    ``extra_se``, and both ends are clipped to ``bounds`` (low, high; or an array of them,
+    statistics x 2). NaN replicates (a resample with one category only) are ignored; NaN when
+    fewer than half of them are finite.
     """
     method = method or METHOD
     if method not in METHODS:
