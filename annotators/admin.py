@@ -1,7 +1,7 @@
 """The Django admin of the rater models.
 
-What changes a rater's journey or score (state, scores, the qualification window, a dispute's
-outcome) is read-only here: those changes go through the staff dashboard's actions (suspend,
+What changes a rater's journey or score (state, scores, the qualification window, a probation
+round, a dispute's outcome) is read-only here: those changes go through the staff dashboard's actions (suspend,
 reinstate, send to probation, resolve a dispute), which log who did it and why as a RaterAction.
 Disputes are filed by raters and resolved on the dashboard only, so none is added, edited or
 deleted here (a deleted accepted dispute would let its points be restored twice). The action
@@ -70,7 +70,10 @@ class RaterProfileAdmin(admin.ModelAdmin):
 
 
 @admin.register(ProbationRound)
-class ProbationRoundAdmin(admin.ModelAdmin):
+class ProbationRoundAdmin(ReadOnlyAdmin):
+    """A round's pairs, count, score and outcome are the journey's record (annotators.progress):
+    they decide whether the rater went on to the game, so nobody rewrites them by hand."""
+
     list_display = ["profile", "number", "rated", "score", "passed", "started_at", "finished_at"]
     list_filter = ["passed"]
     search_fields = ["profile__user__username"]

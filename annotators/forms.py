@@ -20,6 +20,14 @@ class SignupForm(UserCreationForm):
     class Meta(UserCreationForm.Meta):
         fields = ("username", "email")
 
+    def full_clean(self) -> None:
+        super().full_clean()
+        # Passwords are never sent back by default. When they were accepted and only another field
+        # was refused (a username taken), the page keeps them, so nothing right is typed again.
+        if self.errors and not {"password1", "password2"} & set(self.errors):
+            for name in ("password1", "password2"):
+                self.fields[name].widget.render_value = True
+
 
 class ConsentForm(forms.Form):
     agree = forms.BooleanField(

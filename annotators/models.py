@@ -6,6 +6,7 @@ from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import models
 from django.db.models import Exists, OuterRef, Q
+from django.db.models.functions import Lower
 
 from annotators.roles import ADMIN, RESEARCHER
 from ratinggame.models import TrackedJob
@@ -39,6 +40,9 @@ class RaterProfileQuerySet(models.QuerySet):
         return people.exclude(Q(user__is_staff=True) | Q(user__is_superuser=True) | Exists(staff_roles))
 
 
+PSEUDONYM_TAKEN = "Another rater uses this pseudonym already: choose another one."
+
+
 class RaterProfile(models.Model):
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="rater")
     state = models.CharField(max_length=10, choices=RaterState.choices, default=RaterState.TUTORIAL)
@@ -68,6 +72,15 @@ class RaterProfile(models.Model):
 
     class Meta:
         ordering = ["id"]
+        constraints = [
+            # A leaderboard pseudonym is one rater's: nobody copies another's, whatever its case.
+            models.UniqueConstraint(
+                Lower("display_name"),
+                condition=~Q(display_name=""),
+                name="profile_display_name_unique_ci",
+                violation_error_message=PSEUDONYM_TAKEN,
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.user} ({self.state})"

@@ -21,7 +21,7 @@ from annotators.journey import (
     level_for,
     next_level_at,
 )
-from annotators.models import Dispute, DisputeStatus, RaterProfile, RaterState
+from annotators.models import PSEUDONYM_TAKEN, Dispute, DisputeStatus, RaterProfile, RaterState
 from annotators.roles import ANNOTATOR, ensure_roles
 from ratinggame.models import GAME_STAGES, Rating, game_ratings
 from scoring.consensus import BEST_SCORE
@@ -137,14 +137,26 @@ def rater_disputes(user: AbstractBaseUser) -> list[Dispute]:
 
 
 def profile_update(*, user: AbstractBaseUser, display_name: str, on_leaderboard: bool) -> RaterProfile:
-    """The rater's leaderboard settings. Raises ValidationError for a name over 40 characters."""
+    """The rater's leaderboard settings. Raises ValidationError for a name over 40 characters,
+    the anonymous name, or another rater's pseudonym in any case (``profile_display_name_unique_ci``)."""
     display_name = display_name.strip()
     if len(display_name) > DISPLAY_NAME_MAX_CHARS:
         raise ValidationError(f"Up to {DISPLAY_NAME_MAX_CHARS} characters.", code="too_long")
+    if display_name.casefold() == ANONYMOUS_NAME.casefold():
+        raise ValidationError(
+            "This is the name of raters without a pseudonym: leave the field empty for it.", code="taken"
+        )
     profile = progress.profile_for(user)
+    taken = RaterProfile.objects.exclude(pk=profile.pk).filter(display_name__iexact=display_name)
+    if display_name and taken.exists():
+        raise ValidationError(PSEUDONYM_TAKEN, code="taken")
     profile.display_name = display_name
     profile.on_leaderboard = on_leaderboard
-    profile.save(update_fields=["display_name", "on_leaderboard"])
+    try:
+        with transaction.atomic():
+            profile.save(update_fields=["display_name", "on_leaderboard"])
+    except IntegrityError:  # chosen by another rater meanwhile
+        raise ValidationError(PSEUDONYM_TAKEN, code="taken") from None
     return profile
 
 

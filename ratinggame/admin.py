@@ -1,6 +1,8 @@
 """The Django admin of the game's models.
 
-Images and pairs are added and edited through the importer's rules and services. Assignments
+Images and pairs are added and edited through the importer's rules and services; once a pair
+has a rating (or is on a rater's screen), what raters were shown of it and its pool are
+read-only (``ratinggame.pairs.services.PAIR_CONTENT_FIELDS``). Assignments
 and ratings are read-only: every change to them moves a pair's consensus aggregates and open
 slots, which only the game's services keep in step under the pair's row lock (ratings are
 excluded by a failed qualification window, never by hand; ``manage.py check_aggregates``
@@ -17,7 +19,15 @@ from annotators.admin import ReadOnlyAdmin
 from ratinggame.models import Assignment, CaptionPair, Image, ImportJob, Rating
 from ratinggame.pairs.derivatives import display_image
 from ratinggame.pairs.images import ImageRejected, check_image_bytes, read_limited
-from ratinggame.pairs.services import image_store, pair_create, pair_pool_changed, pairs_created, pairs_priming_retry
+from ratinggame.pairs.services import (
+    PAIR_CONTENT_FIELDS,
+    image_store,
+    pair_content_frozen,
+    pair_create,
+    pair_pool_changed,
+    pairs_created,
+    pairs_priming_retry,
+)
 from ratinggame.pairs.validation import (
     PairInvalid,
     check_expert_fields,
@@ -125,13 +135,24 @@ class CaptionPairForm(forms.ModelForm):
 
     def clean(self):
         data = super().clean()
+        # The fields a rated pair shows read-only are not in the form: the stored values stand.
+        pool = data.get("pool", self.instance.pool if self.instance.pk else "")
         try:
             if "caption" in data:
                 data["caption"] = clean_caption(data["caption"])
-            data["references"] = clean_references(data.get("references"))
-            check_expert_fields(data.get("pool", ""), data.get("expert_rating"), data.get("explanation", ""))
+            if "references" in self.fields:
+                data["references"] = clean_references(data.get("references"))
+            check_expert_fields(pool, data.get("expert_rating"), data.get("explanation", ""))
         except PairInvalid as exc:
             raise ValidationError(str(exc)) from None
+        changed = [field for field in PAIR_CONTENT_FIELDS if field in self.changed_data]
+        # A rating (or a serve) that came after the page showed the form: checked again under
+        # the pair's row lock, held until the admin's transaction saves.
+        if self.instance.pk and changed and pair_content_frozen(pair_id=self.instance.pk, lock=True):
+            raise ValidationError(
+                "A rater has rated this pair (or is rating it now) since this page was opened: its "
+                f"{', '.join(changed)} can no longer change. Withdraw it from play instead."
+            )
         return data
 
 
@@ -160,12 +181,18 @@ class CaptionPairAdmin(admin.ModelAdmin):
         # SPEC 5: not the pair a staff member is rating right now (its consensus and primes).
         return super().get_queryset(request).exclude(pk__in=Assignment.objects.pairs_held_by(request.user))
 
+    def get_readonly_fields(self, request, obj=None):
+        readonly = list(super().get_readonly_fields(request, obj))
+        if obj is not None and pair_content_frozen(pair_id=obj.pk):
+            readonly += PAIR_CONTENT_FIELDS
+        return readonly
+
     def save_model(self, request, obj, form, change):
         if change:
-            # Only the form's own fields: the consensus aggregates, slots and primes are kept
-            # by the game and the priming worker under row locks, and the values this form
-            # loaded may already be stale.
-            obj.save(update_fields=CaptionPairForm.Meta.fields)
+            # Only the fields the form holds: the consensus aggregates, slots and primes are kept
+            # by the game and the priming worker under row locks, the values this form loaded
+            # may already be stale, and a rated pair's content is not in the form at all.
+            obj.save(update_fields=[field for field in CaptionPairForm.Meta.fields if field in form.fields])
             if "pool" in form.changed_data and (note := pair_pool_changed(pair_id=obj.pk)):
                 self.message_user(request, f"Priming: {note}.", messages.WARNING)
             return

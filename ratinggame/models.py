@@ -6,7 +6,7 @@ from datetime import datetime
 from django.conf import settings
 from django.contrib.sessions.base_session import AbstractBaseSession
 from django.db import models
-from django.db.models import Q
+from django.db.models import Exists, Min, OuterRef, Q
 from django.utils import timezone
 
 from ratinggame.pairs.storage import image_storage
@@ -100,6 +100,13 @@ class CaptionPairQuerySet(models.QuerySet):
     def validated(self, min_ratings: int = MIN_HUMAN_RATINGS) -> "CaptionPairQuerySet":
         """Game pairs with at least ``min_ratings`` non-excluded human ratings (SPEC section 6)."""
         return self.game().filter(human_count__gte=min_ratings)
+
+    def one_per_image(self, limit: int) -> "CaptionPairQuerySet":
+        """The first pair (lowest id) of each of the first ``limit`` images among these pairs: as
+        many pictures as pairs, chosen by neither rating nor consensus (which raters must not see)."""
+        images = Image.objects.filter(Exists(self.filter(image=OuterRef("pk")))).order_by("id")[:limit]
+        firsts = self.filter(image__in=images).values("image_id").annotate(first=Min("id")).values("first")
+        return self.filter(pk__in=firsts).order_by("image_id")
 
 
 class PrimingStatus(models.TextChoices):

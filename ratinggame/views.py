@@ -44,7 +44,7 @@ HOME_CALLS = {
 
 def home(request: HttpRequest) -> HttpResponse:
     counts = dict(CaptionPair.objects.values_list("pool").annotate(n=Count("id")).order_by())
-    sample = CaptionPair.objects.game().select_related("image").order_by("id")[:6]
+    sample = CaptionPair.objects.game().one_per_image(6).select_related("image")
     call = HOME_CALLS[progress.current_step(request.user)] if request.user.is_authenticated else None
     return render(
         request,
@@ -282,10 +282,12 @@ def data_delete(request: HttpRequest) -> HttpResponse:
             return redirect("data_delete")
         excluded = rater_withdraw(user=request.user)
         logout(request)
+        counted = {0: "", 1: "your rating no longer counts, and "}.get(
+            excluded, f"your {excluded} ratings no longer count, and "
+        )
         messages.success(
             request,
-            f"You have withdrawn: {excluded} rating{'s' if excluded != 1 else ''} no longer count, and your account "
-            "is anonymised and closed. Thank you for taking part.",
+            f"You have withdrawn: {counted}your account is anonymised and closed. Thank you for taking part.",
         )
         return redirect("home")
     ratings = Rating.objects.filter(rater=request.user, excluded=False).count()

@@ -25,6 +25,25 @@ SCALE = np.arange(1, 6)  # the 5-level rating scale (SPEC section 1)
 _LEVELS = ("nominal", "ordinal", "interval")
 _RATERS = 3  # virtual raters X, Y, Z
 
+# Each statistic's range on the reports' ×100 scale: its interval is clipped to it. τ_c lies in
+# [-1, 1] and Kendall's W in [0, 1]; κ, α and the ICCs are at most 1, with no fixed floor.
+_TAU = (-100.0, 100.0)
+_AT_MOST_ONE = (-np.inf, 100.0)
+BOUNDS = {
+    "tau_c": _TAU,
+    "tau_X_YZ": _TAU,
+    "tau_Y_XZ": _TAU,
+    "tau_Z_XY": _TAU,
+    "kendall_w": (0.0, 100.0),
+    "fleiss_kappa": _AT_MOST_ONE,
+    "fleiss_kappa_unmerged": _AT_MOST_ONE,
+    "krippendorff_alpha": _AT_MOST_ONE,
+    "krippendorff_alpha_ordinal": _AT_MOST_ONE,
+    "krippendorff_alpha_interval": _AT_MOST_ONE,
+    "icc1": _AT_MOST_ONE,
+    "icc1k": _AT_MOST_ONE,
+}
+
 
 def tau_c(x: Sequence[float], y: Sequence[float]) -> float:
     """Kendall's τ_c (Stuart's τ_c) of ``x`` and ``y``: ``scipy.stats.kendalltau(x, y, variant="c")``.
@@ -162,7 +181,8 @@ def virtual_rater_report(
     - ``krippendorff_alpha``: ordinal α of X, Y, Z.
 
     With ``resamples`` (1,000 by default; 0 for none) every statistic also gets ``ci_low``,
-    ``ci_high`` (a 95% interval from a seeded bootstrap over pairs, ``scoring.bootstrap``) and
+    ``ci_high`` (a 95% BCa interval from a seeded bootstrap over pairs, clipped to the
+    statistic's range, ``scoring.bootstrap``) and
     ``se`` (the bootstrap standard error). Also ``pairs_used``, ``pairs_left_out`` (pairs with
     fewer than 3 ratings), ``samples``, ``resamples`` and ``seed``. ``ratings_per_pair`` holds
     each pair's ratings, whole numbers 1..5 (a mapping's values are used). Raises ValueError for
@@ -196,13 +216,18 @@ def _virtual_rater_intervals(report: dict, counts: np.ndarray, samples: int, res
     groups, sizes = bootstrap.pair_groups(counts)
     triples = bootstrap.sorted_triple_distribution(groups).reshape(len(groups), -1)
     weights = bootstrap.multinomial_counts(sizes, resamples, bootstrap.bootstrap_rng(seed))
-    expected = np.vstack([sizes[None, :].astype(np.float64), weights]) @ triples
+    left_out, stands_for = bootstrap.jackknife_weights(sizes)
+    expected = np.vstack([sizes[None, :].astype(np.float64), weights, left_out]) @ triples
     figures = _statistics_from_histograms(expected.reshape(-1, *(3 * (len(SCALE),))))
     names = list(figures)
-    values = 100 * np.stack([figures[name] for name in names], axis=1)
+    everything = 100 * np.stack([figures[name] for name in names], axis=1)
+    values, jackknife = everything[: resamples + 1], (everything[resamples + 1 :], stands_for)
     reported = np.array([report[name]["mean"] for name in names])
     draw_error = np.nan_to_num(np.array([report[name]["sd"] for name in names])) / np.sqrt(samples)
-    low, high, se = bootstrap.percentile_interval(values[1:], whole=values[0], reported=reported, extra_se=draw_error)
+    bounds = np.array([BOUNDS[name] for name in names])
+    low, high, se = bootstrap.interval(
+        values[1:], whole=values[0], reported=reported, extra_se=draw_error, bounds=bounds, jackknife=jackknife
+    )
     for index, name in enumerate(names):
         report[name].update(ci_low=float(low[index]), ci_high=float(high[index]), se=float(se[index]))
 
@@ -234,14 +259,23 @@ def all_ratings_report(
     groups, sizes = bootstrap.pair_groups(bootstrap.level_counts(flat, lengths))
     weights = sizes[None, :].astype(np.float64)
     if resamples:
-        weights = np.vstack([weights, bootstrap.multinomial_counts(sizes, resamples, bootstrap.bootstrap_rng(seed))])
+        left_out, stands_for = bootstrap.jackknife_weights(sizes)
+        resampled = bootstrap.multinomial_counts(sizes, resamples, bootstrap.bootstrap_rng(seed))
+        weights = np.vstack([weights, resampled, left_out])
     figures = _all_ratings_statistics(groups, weights)
     report: dict = {}
     for name, values in figures.items():
         scaled = 100 * values
         entry = {"value": float(scaled[0])}
         if resamples:
-            low, high, se = bootstrap.percentile_interval(scaled[1:, None], whole=scaled[:1], reported=scaled[:1])
+            jackknife = (scaled[resamples + 1 :, None], stands_for)
+            low, high, se = bootstrap.interval(
+                scaled[1 : resamples + 1, None],
+                whole=scaled[:1],
+                reported=scaled[:1],
+                bounds=BOUNDS[name],
+                jackknife=jackknife,
+            )
             entry.update(ci_low=float(low[0]), ci_high=float(high[0]), se=float(se[0]))
         report[name] = entry
     report.update(

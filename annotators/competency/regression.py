@@ -16,6 +16,17 @@ from annotators.competency.pcm import fit_pcm
 # interpret" (the audit saw +0.78 per 10% from 8 raters, against the paper's +0.17 from 132).
 REGRESSION_MIN_RESPONSES = 20
 REGRESSION_MIN_RATERS = 20
+# Fewer raters than this and no slope is fitted at all.
+REGRESSION_MIN_FIT = 3
+# Why the regression was not estimated, for an analysis stored without its own note.
+NO_REGRESSION_NOTE = (
+    f"fewer than {REGRESSION_MIN_FIT} raters with a tutorial score and at least {REGRESSION_MIN_RESPONSES} "
+    "scored game ratings"
+)
+
+
+def _raters(n: int) -> str:
+    return f"{n} rater{'' if n == 1 else 's'}"
 
 
 def latent_regression(
@@ -41,8 +52,10 @@ def latent_regression(
     if ability_se is not None:
         se = np.asarray(ability_se, dtype=float)
         keep &= np.isfinite(se) & (se > 0)
-    if keep.sum() < 3:
-        raise ValueError("the regression needs at least 3 raters with a competency and a tutorial score")
+    if keep.sum() < REGRESSION_MIN_FIT:
+        raise ValueError(
+            f"the regression needs at least {REGRESSION_MIN_FIT} raters with a competency and a tutorial score"
+        )
     design = sm.add_constant(score[keep], has_constant="add")
     fit = sm.OLS(y[keep], design).fit()
     method, tau_squared = "OLS", None
@@ -111,6 +124,17 @@ def game_competency_regression(
         if both.any():
             abilities = abilities + float(np.mean(scale_of[both] - abilities[both]))
     enough = counts >= min_responses
+    qualified = enough & np.isfinite(abilities) & np.isfinite(ability_se) & (ability_se > 0) & np.isfinite(score)
+    if qualified.sum() < REGRESSION_MIN_FIT:
+        # Say which requirement the raters miss: most often too few scored game ratings each.
+        short = int(np.sum(rated & ~enough))
+        without_score = int(np.sum(rated & enough & ~np.isfinite(score)))
+        raise ValueError(
+            f"{_raters(int(qualified.sum()))} with a tutorial score and at least {min_responses} scored game "
+            f"ratings (game ratings with a consensus to score against), {REGRESSION_MIN_FIT} needed; "
+            f"{_raters(short)} {'has' if short == 1 else 'have'} fewer scored game ratings"
+            + (f", {_raters(without_score)} no tutorial score" if without_score else "")
+        )
     regression = latent_regression(np.where(enough, abilities, np.nan), score, ability_se=ability_se)
     regression.update(
         converged=bool(fit.converged),

@@ -12,9 +12,21 @@ class ReasonForm(forms.Form):
     )
 
 
+ACCEPT = ("accept", "Accept: restore the points")
+REJECT = ("reject", "Reject: no change")
+
+
 class DisputeResolveForm(forms.Form):
-    decision = forms.ChoiceField(
-        choices=[("accept", "Accept: restore the points"), ("reject", "Reject: no change")],
-        widget=forms.RadioSelect,
-    )
+    decision = forms.ChoiceField(choices=[ACCEPT, REJECT], widget=forms.RadioSelect)
     note = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=2000, strip=True, label="Reason")
+
+    def __init__(self, *args, rating_excluded: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        if rating_excluded:
+            # An excluded rating no longer counts and its points went with it (the service
+            # refuses to accept): rejecting is the only decision offered.
+            decision = self.fields["decision"]
+            decision.choices, decision.initial = [REJECT], REJECT[0]
+            decision.error_messages["invalid_choice"] = (
+                "The rating was excluded after this dispute was filed: it cannot be accepted, only rejected."
+            )

@@ -21,6 +21,7 @@ from annotators.competency.analysis import PAPER_COEF_PER_10_PERCENT, PAPER_SE_P
 from annotators.competency.flag_rules import FLAG_KEYS, FLAG_LABELS, rules_in_words
 from annotators.competency.flags import RaterStats, flag_thresholds, rater_statistics, rater_timeline
 from annotators.competency.jobs import competency_refresh_request, latest_analysis, never_queued
+from annotators.competency.regression import NO_REGRESSION_NOTE
 from annotators.competency.timeline_svg import timeline_svg
 from annotators.models import CompetencyAnalysis, Dispute, DisputeStatus, Participation, RaterProfile, RaterState
 from annotators.roles import staff_required
@@ -152,6 +153,7 @@ def _analysis_context() -> dict:
         and newest.status in (CompetencyAnalysis.Status.QUEUED, CompetencyAnalysis.Status.RUNNING),
         "paper_coef": PAPER_COEF_PER_10_PERCENT,
         "paper_se": PAPER_SE_PER_10_PERCENT,
+        "no_regression_note": NO_REGRESSION_NOTE,
         "every": settings.RATINGGAME_COMPETENCY_EVERY,
         "p_value": _p_value(analysis.regression.get("p_value") if analysis is not None else None),
     }
@@ -340,7 +342,7 @@ def _dispute_rows(disputes: list[Dispute], viewer) -> list[dict]:
                 # One dispute per rating: what it restored is all that was restored for the rating.
                 "rescore": dispute_rescore(rating, others=others, restored=dispute.points_restored),
                 "hidden": rating.pair_id in held,
-                "form": DisputeResolveForm(auto_id=f"id_dispute{dispute.pk}_%s"),
+                "form": DisputeResolveForm(auto_id=f"id_dispute{dispute.pk}_%s", rating_excluded=rating.excluded),
             }
         )
     return rows
@@ -370,7 +372,7 @@ def dispute_queue(request: HttpRequest) -> HttpResponse:
 def dispute_resolve(request: HttpRequest, dispute_id: int) -> HttpResponse:
     disputes = Dispute.objects.select_related("rating__pair__image", "rating__rater__rater")
     dispute = get_object_or_404(disputes, pk=dispute_id)
-    form = DisputeResolveForm(request.POST or None)
+    form = DisputeResolveForm(request.POST or None, rating_excluded=dispute.rating.excluded)
     row = _dispute_rows([dispute], request.user)[0]
     status = 200
     if request.method == "POST" and row["hidden"]:

@@ -9,13 +9,19 @@ from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
 
 from ratinggame.game.assignment import pair_rank_refresh
-from ratinggame.models import IMAGES_DIR, CaptionPair, Image, Pool, PrimingStatus
+from ratinggame.models import IMAGES_DIR, Assignment, CaptionPair, Image, Pool, PrimingStatus, Rating
 from ratinggame.pairs.derivatives import derivatives_request
 from ratinggame.pairs.images import CheckedImage
 from ratinggame.pairs.storage import image_storage
 from scoring.priming.queue import priming_request
 
 log = logging.getLogger(__name__)
+
+# What a rater is shown of a pair and where it is served. Once a pair has a rating, or is on a
+# rater's screen now, these stay as they are: its ratings belong to this content, and the
+# validated dataset holds what was rated. Staff take such a pair out of play by withdrawing it
+# (ratinggame.game.reports) and import the corrected content as a new pair.
+PAIR_CONTENT_FIELDS = ("image", "caption", "references", "pool")
 
 
 def image_store(*, checked: CheckedImage, original_name: str = "", source: str = "") -> tuple[Image, bool]:
@@ -66,6 +72,19 @@ def pair_create(
         priming_status=priming_status_for_pool(pool),
     )
     return pair
+
+
+def pair_content_frozen(*, pair_id: int, lock: bool = False) -> bool:
+    """Whether the fields of ``PAIR_CONTENT_FIELDS`` of the pair can no longer change: a rater has
+    rated it (at any stage; excluded ratings too, kept for audit) or holds it open now.
+
+    With ``lock`` the pair's row is locked first (inside the caller's transaction), as the game
+    locks it to rate it and its serving query skips it while locked, so no rating or serve
+    lands between this answer and the caller's write.
+    """
+    if lock:
+        list(CaptionPair.objects.select_for_update().filter(pk=pair_id).values_list("pk", flat=True))
+    return Rating.objects.filter(pair_id=pair_id).exists() or Assignment.objects.open().filter(pair_id=pair_id).exists()
 
 
 def priming_status_for_pool(pool: str) -> PrimingStatus:

@@ -43,6 +43,7 @@ from scoring.export.card import (
     UNKNOWN_LICENSE,
     card_format,
     card_front_matter,
+    rounding_groups,
     rows_by_split,
     split_file,
 )
@@ -200,7 +201,11 @@ def export_build(
         fmt=card_format(formats),
     )
     card = dataset_card_render(
-        statistics, front_matter=front_matter, pretty_name=DATASET_NAME, code_version=code_version()
+        statistics,
+        front_matter=front_matter,
+        pretty_name=DATASET_NAME,
+        code_version=code_version(),
+        rounding=rounding_groups([*pair_columns, *RATING_COLUMNS, *CONTROL_RATING_COLUMNS]),
     )
     (out / CARD_FILE).write_text(card, encoding="utf-8")
     _manifest_write(out, parameters, statistics["counts"])

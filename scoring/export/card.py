@@ -70,6 +70,16 @@ def card_front_matter(*, pretty_name: str, license_id: str, pairs: int, fmt: str
     return "\n".join(lines) + "\n"
 
 
+def rounding_groups(columns: Sequence[tuple]) -> list[tuple[int, list[str]]]:
+    """The float columns the text formats round (``scoring.export.formats``), grouped by their
+    number of decimals, fewest first: [(3, ["seconds_spent"]), (4, ["mean", ...]), ...]."""
+    groups: dict[int, list[str]] = {}
+    for column in columns:
+        if len(column) > 2 and column[1] == "float" and column[0] not in groups.get(column[2], []):
+            groups.setdefault(column[2], []).append(column[0])
+    return sorted(groups.items())
+
+
 def rows_by_split(rows: Sequence[tuple], split_of: Mapping[int, str]) -> dict[str, list[tuple]]:
     """Rows whose first value is a pair id, grouped by that pair's split (every split present)."""
     grouped: dict[str, list[tuple]] = {split: [] for split in SPLITS}

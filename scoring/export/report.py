@@ -6,12 +6,12 @@ from django.utils.safestring import mark_safe
 
 from annotators import journey
 from annotators.competency.analysis import PAPER_COEF_PER_10_PERCENT, PAPER_SE_PER_10_PERCENT
+from annotators.competency.regression import NO_REGRESSION_NOTE
 from annotators.scale import LEVELS
 from ratinggame.models import MAX_HUMAN_RATINGS, MIN_HUMAN_RATINGS, Pool
+from scoring import bootstrap
 from scoring.export.figures import distribution_bars_svg, source_shares_svg
 from scoring.export.stats import AGREEMENT_ROWS, ALL_RATINGS_ROWS, PAPER_TABLE3
-
-NO_REGRESSION = "fewer than 3 raters with a tutorial score and enough game ratings"
 
 
 def _figure(value: float | None, digits: int = 1) -> str:
@@ -93,7 +93,7 @@ def _competency(statistics: dict) -> dict:
         **competency,
         "not_converged": details.get("converged") is False,
         "regression_not_converged": regression.get("converged") is False,
-        "regression_note": details.get("regression_note") or NO_REGRESSION,
+        "regression_note": details.get("regression_note") or NO_REGRESSION_NOTE,
         "regression_row": row,
         "paper_coef": f"{paper.get('coef_per_10_percent', PAPER_COEF_PER_10_PERCENT):+.2f}",
         "paper_se": f"{paper.get('se_per_10_percent', PAPER_SE_PER_10_PERCENT):.2f}",
@@ -139,6 +139,7 @@ def _context(statistics: dict) -> dict:
         for row in rows
     ]
     game = settings.RATINGGAME
+    source_agreement = _source_rows(statistics)
     return {
         "statistics": statistics,
         "counts": statistics["counts"],
@@ -146,7 +147,9 @@ def _context(statistics: dict) -> dict:
         "agreement_rows": rows,
         "all_ratings_rows": all_rows,
         "all_ratings": everything,
-        "source_agreement_rows": _source_rows(statistics),
+        "interval_method": bootstrap.METHOD_WORDS,
+        "source_agreement_rows": source_agreement,
+        "source_agreement_too_few": any(row["too_few"] for row in source_agreement),
         "agreement_too_few": statistics.get("agreement_too_few"),
         "minimums": statistics.get("minimums") or {},
         "agreement": agreement,
@@ -193,10 +196,19 @@ def datasheet_render(statistics: dict) -> str:
     return render_to_string("scoring/export/datasheet.md", _context(statistics))
 
 
-def dataset_card_render(statistics: dict, *, front_matter: str, pretty_name: str, code_version: str) -> str:
-    """README.md: the Hugging Face dataset card (``scoring.export.card`` writes its YAML header)."""
+def dataset_card_render(
+    statistics: dict,
+    *,
+    front_matter: str,
+    pretty_name: str,
+    code_version: str,
+    rounding: list[tuple[int, list[str]]],
+) -> str:
+    """README.md: the Hugging Face dataset card (``scoring.export.card`` writes its YAML header).
+    ``rounding``: the decimals of the text formats' float columns (``card.rounding_groups``)."""
     context = _context(statistics)
     context.update(
+        rounding=rounding,
         front_matter=front_matter,
         code_version=code_version,
         pretty_name=pretty_name,

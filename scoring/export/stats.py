@@ -14,7 +14,7 @@ from functools import lru_cache
 import numpy as np
 
 from scoring import bootstrap
-from scoring.agreement import all_ratings_report, tau_c, virtual_rater_report
+from scoring.agreement import BOUNDS, all_ratings_report, tau_c, virtual_rater_report
 from scoring.consensus import consensus_from_aggregates
 
 SCALE = (1, 2, 3, 4, 5)
@@ -112,9 +112,14 @@ def metric_correlation(
         lengths = np.array([len(values) for _, values in kept])
         counts = bootstrap.level_counts(np.array(rating_rows), lengths).astype(np.float64)
         weights = bootstrap.multinomial_counts(np.ones(len(kept)), resamples, bootstrap.bootstrap_rng(seed))
-        replicates = 100 * _tau_c_replicates(pair_scores, counts, np.vstack([np.ones(len(kept)), weights]))
-        low, high, se = bootstrap.percentile_interval(
-            replicates[1:, None], whole=replicates[:1], reported=np.array([tau])
+        left_out, stands_for = bootstrap.jackknife_weights(np.ones(len(kept)))
+        replicates = 100 * _tau_c_replicates(pair_scores, counts, np.vstack([np.ones(len(kept)), weights, left_out]))
+        low, high, se = bootstrap.interval(
+            replicates[1 : resamples + 1, None],
+            whole=replicates[:1],
+            reported=np.array([tau]),
+            bounds=BOUNDS["tau_c"],
+            jackknife=(replicates[resamples + 1 :, None], stands_for),
         )
         result.update(ci_low=float(low[0]), ci_high=float(high[0]), se=float(se[0]))
     return result

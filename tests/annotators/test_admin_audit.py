@@ -118,3 +118,25 @@ def test_the_dashboard_actions_still_change_state_and_log_who_and_why(admin_clie
     assert profile.state == RaterState.SUSPENDED
     logged = RaterAction.objects.get()
     assert (logged.action, logged.reason, logged.to_state) == ("suspend", "Copying primes.", RaterState.SUSPENDED)
+
+
+def test_a_probation_rounds_record_cannot_be_edited_or_deleted(admin_client, profile):
+    from annotators.models import ProbationRound
+
+    pairs = [CaptionPairFactory(pool="probation", expert_rating=3).pk for _ in range(3)]
+    round_ = ProbationRound.objects.create(
+        profile=profile, number=1, pair_order=pairs, score=12, rated=20, passed=False
+    )
+    change = reverse("admin:annotators_probationround_change", args=[round_.pk])
+    page = admin_client.get(change)
+    assert page.status_code == 200  # shown to read
+    assert 'name="score"' not in page.content.decode()
+
+    edit = {"score": 30, "rated": 20, "passed": "true", "pair_order": "[]", "number": 1, "profile": profile.pk}
+    assert admin_client.post(change, edit).status_code == 403
+    assert admin_client.post(reverse("admin:annotators_probationround_add"), edit).status_code == 403
+    delete = reverse("admin:annotators_probationround_delete", args=[round_.pk])
+    assert admin_client.post(delete, {"post": "yes"}).status_code == 403
+
+    round_.refresh_from_db()
+    assert (round_.score, round_.rated, round_.passed, round_.pair_order) == (12, 20, False, pairs)

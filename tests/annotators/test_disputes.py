@@ -4,6 +4,7 @@ Such a rating no longer counts and its points went with the game-score reset: it
 disputed, and a dispute filed before the window failed cannot be accepted (only rejected).
 """
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -114,7 +115,13 @@ def test_a_dispute_whose_rating_was_excluded_later_cannot_be_accepted(client):
     # The staff page says so, shows the exclusion, and the dispute can still be rejected.
     client.force_login(staff)
     url = reverse("staff:dispute_resolve", args=[dispute.pk])
-    assert "The rating no longer counts" in client.get(url).content.decode()
+    page = client.get(url).content.decode()
+    assert "The rating no longer counts" in page
+    # Neither its page nor the queue offers "Accept"; "Reject" is there, chosen already.
+    queue = client.get(reverse("staff:disputes")).content.decode()
+    for shown in (page, queue):
+        assert 'value="accept"' not in shown and "Accept: restore the points" not in shown
+        assert re.search(r'value="reject"[^>]*checked', shown)
     accepted = client.post(url, {"decision": "accept", "note": "Red indeed."})
     assert accepted.status_code == 400
     assert "cannot be accepted" in accepted.content.decode()

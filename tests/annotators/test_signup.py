@@ -87,3 +87,23 @@ def test_the_page_and_the_api_share_one_sign_up_limit_per_address(monkeypatch):
     assert api_signup("fifth").status_code == 429
     assert usernames() == ["first", "second", "third"]
     assert page_signup("elsewhere", address="203.0.113.50").status_code == 302
+
+
+def test_a_refused_sign_up_lists_every_error_at_the_top_and_keeps_accepted_passwords():
+    from django.contrib.auth import get_user_model
+
+    get_user_model().objects.create_user(username="taken", password="x")
+    password = "a long enough pass phrase 42"
+    form = {"username": "taken", "email": "", "password1": password, "password2": password}
+    page = Client().post("/accounts/signup/", form).content.decode()
+    summary = page.split('id="form-errors"')[1].split("</div>")[0]
+    assert page.index('id="form-errors"') < page.index('name="username"')
+    assert '<a href="#id_username">Username</a>: A user with that username already exists.' in summary
+    # The username was the only fault: the passwords stay filled in.
+    assert page.count(f'value="{password}"') == 2
+
+    form.update(username="fresh", password2="something else entirely 7")
+    page = Client().post("/accounts/signup/", form).content.decode()
+    summary = page.split('id="form-errors"')[1].split("</div>")[0]
+    assert "The two password fields didn" in summary and 'href="#id_password2"' in summary
+    assert password not in page  # a refused password is never sent back

@@ -612,6 +612,34 @@ def test_the_leaderboard_highlights_the_raters_own_row_and_asks_for_a_pseudonym(
     assert "Quill" in re.findall(r'<tr class="me" aria-current="true">.*?</tr>', page, re.S)[0]
 
 
+@pytest.mark.parametrize("copy", ["Ada", "ADA", "  ada "])
+def test_a_pseudonym_cannot_copy_another_raters_whatever_its_case(client, copy):
+    ada = rater(RaterState.GAME, game_score=300, display_name="Ada")
+    me = rater(RaterState.GAME, game_score=120, display_name="Quill")
+    client.force_login(me)
+    response = client.post(reverse("annotators:me"), {"display_name": copy, "on_leaderboard": "on"})
+    assert response.status_code == 400
+    assert "Another rater uses this pseudonym already" in body(response)
+    assert RaterProfile.objects.get(user=me).display_name == "Quill"
+    assert RaterProfile.objects.get(user=ada).display_name == "Ada"
+    # Their own name in another case, and the anonymous name refused with its own reason.
+    assert client.post(reverse("annotators:me"), {"display_name": "QUILL", "on_leaderboard": "on"}).status_code == 302
+    assert RaterProfile.objects.get(user=me).display_name == "QUILL"
+    refused = client.post(reverse("annotators:me"), {"display_name": "anonymous rater", "on_leaderboard": "on"})
+    assert "leave the field empty" in body(refused)
+
+
+def test_the_database_refuses_a_copied_pseudonym_written_around_the_service():
+    from django.db import IntegrityError, transaction
+
+    rater(RaterState.GAME, display_name="Ada")
+    copier = RaterProfile.objects.get(user=rater(RaterState.GAME))
+    with pytest.raises(IntegrityError), transaction.atomic():
+        RaterProfile.objects.filter(pk=copier.pk).update(display_name="aDA")
+    rater(RaterState.GAME)  # many raters have no pseudonym: the empty name is nobody's
+    assert RaterProfile.objects.filter(display_name="").count() == 2
+
+
 def test_personal_page_shows_record_and_saves_display_name(client):
     pair = CaptionPairFactory(pool=Pool.GAME)
     seed_ratings(pair, [4, 4])

@@ -6,6 +6,7 @@ from django.contrib import admin
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from ratinggame.admin import CaptionPairAdmin
 from ratinggame.models import CaptionPair, Image
 from tests.factories import CaptionPairFactory, TutorialPairFactory, UserFactory, png_bytes
 
@@ -235,3 +236,56 @@ def test_retry_priming_action_requeues_failed_pairs_after_commit(
     assert done.priming_status == "done" and done.primes == [3.0, 3.5]
     assert tutorial.priming_status == "not_needed"
     assert "1 pair(s) queued for priming. 2 left alone" in response.content.decode()
+
+
+def rated_game_pair():
+    from tests.factories import RaterProfileFactory, rating_record
+
+    pair = CaptionPairFactory(caption="a dog on a skateboard", references=["a dog rides a board"], primes=[3.0, 4.0])
+    rating_record(rater=RaterProfileFactory().user, pair=pair, value=4, stage="game")
+    return pair
+
+
+def test_a_rated_pairs_content_and_pool_are_read_only_in_the_admin(staff_client):
+    pair = rated_game_pair()
+    before = (pair.image_id, pair.caption, pair.references, pair.pool)
+    other_image = CaptionPairFactory().image
+    url = reverse("admin:ratinggame_captionpair_change", args=[pair.pk])
+    page = staff_client.get(url).content.decode()
+    for field in ("image", "caption", "references", "pool"):
+        assert f'name="{field}"' not in page, field
+    assert 'name="explanation"' in page  # what raters were not shown stays editable
+
+    data = pair_form_data(
+        other_image, caption="a cat on a sofa", pool="probation", references='["a cat"]', explanation="Fixed."
+    )
+    assert staff_client.post(url, {**data, "expert_rating": 4}).status_code == 302
+    pair.refresh_from_db()
+    assert (pair.image_id, pair.caption, pair.references, pair.pool) == before
+    assert (pair.explanation, pair.expert_rating) == ("Fixed.", 4)
+
+
+def test_a_pair_rated_after_the_form_was_opened_refuses_the_content_edit(rf):
+    from tests.factories import RaterProfileFactory, rating_record
+
+    pair = CaptionPairFactory(caption="before")
+    request = rf.post("/admin/")
+    request.user = UserFactory(is_staff=True, is_superuser=True)
+    # The admin's form as the POST builds it, while the pair is still unrated.
+    form = CaptionPairAdmin(CaptionPair, admin.site).get_form(request, pair, change=True)(
+        data=pair_form_data(pair.image, caption="after"), instance=pair
+    )
+    assert "caption" in form.fields
+    rating_record(rater=RaterProfileFactory().user, pair=pair, value=3, stage="game")  # lands meanwhile
+    assert not form.is_valid()
+    assert "can no longer change" in str(form.errors)
+    pair.refresh_from_db()
+    assert pair.caption == "before"
+
+
+def test_an_unrated_pairs_caption_can_still_be_corrected(staff_client):
+    pair = CaptionPairFactory(caption="a dgo on a skateboard")
+    url = reverse("admin:ratinggame_captionpair_change", args=[pair.pk])
+    assert staff_client.post(url, pair_form_data(pair.image, caption="a dog on a skateboard")).status_code == 302
+    pair.refresh_from_db()
+    assert pair.caption == "a dog on a skateboard"

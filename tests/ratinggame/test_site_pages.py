@@ -69,3 +69,21 @@ def test_consent_names_who_runs_the_study_and_what_is_published(client, settings
     for words in ("the rating (1 to 5)", "the date and time", "the seconds you spent"):
         assert words in published
     assert "Delete my data" in page
+
+
+def test_the_home_page_shows_one_caption_of_each_of_six_different_images(client, django_assert_max_num_queries):
+    from tests.factories import CaptionPairFactory, ImageFactory, TutorialPairFactory
+
+    images = [ImageFactory(seed=40 + i) for i in range(8)]
+    firsts = []
+    for index, image in enumerate(images):
+        # Several captions per image, as the demo has: the first of each is shown.
+        firsts.append(CaptionPairFactory(image=image, caption=f"first caption of image {index}"))
+        CaptionPairFactory(image=image, caption=f"another caption of image {index}")
+    TutorialPairFactory(image=ImageFactory(seed=60), caption="a tutorial caption")  # never on the home page
+    with django_assert_max_num_queries(8):
+        page = client.get(reverse("home")).content.decode()
+    gallery = page.split('<ul class="gallery">')[1].split("</ul>")[0]
+    shown = re.findall(r"<figcaption>(.*?)</figcaption>", gallery)
+    assert shown == [f"first caption of image {i}" for i in range(6)]
+    assert len({pair.image.file.url for pair in firsts[:6]} & set(re.findall(r'src="([^"]+)"', gallery))) == 6

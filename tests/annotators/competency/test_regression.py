@@ -158,3 +158,18 @@ def test_on_another_fits_scale_the_intercept_moves_with_its_origin_and_the_slope
     assert (moved["coef_per_percent"], moved["se_per_percent"]) == pytest.approx(
         (own["coef_per_percent"], own["se_per_percent"]), abs=1e-12
     )
+
+
+def test_not_estimated_says_how_many_raters_lack_enough_scored_game_ratings():
+    """40 raters, each with fewer than 45 game responses but 2: the fit is refused, and the
+    reason names the requirement they miss (scored game ratings), not a generic one."""
+    responses, is_game, percent = simulated_game(62, slope=0.017, n_raters=40, n_pairs=300)
+    counts = (~np.isnan(responses[:, is_game])).sum(axis=1)
+    threshold = int(np.sort(counts)[-2])  # exactly 2 raters reach it (no tie in this seed)
+    assert int(np.sum(counts >= threshold)) == 2
+    with pytest.raises(ValueError) as refused:
+        game_competency_regression(responses, is_game, percent, min_responses=threshold)
+    assert str(refused.value) == (
+        f"2 raters with a tutorial score and at least {threshold} scored game ratings (game ratings with a "
+        "consensus to score against), 3 needed; 38 raters have fewer scored game ratings"
+    )

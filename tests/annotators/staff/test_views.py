@@ -210,6 +210,7 @@ def test_dispute_queue_shows_the_pair_rating_consensus_and_comment(client, staff
     # The only other rater rated 2: the consensus of the others now, and the rating re-scored.
     assert re.search(r"Consensus of the others now</dt><dd>2</dd>", page)
     assert "+0 against the consensus 2 of 1 other rating. Accepting restores 2 points." in page
+    assert 'value="accept"' in page and 'value="reject"' in page  # a counted rating: both decisions
 
 
 def test_rater_table_sorts_and_filters(client, staff, rater):

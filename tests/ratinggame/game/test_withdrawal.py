@@ -77,3 +77,29 @@ def test_the_page_asks_for_confirmation_then_logs_the_rater_out(client):
     assert client.get(reverse("annotators:me"))["Location"].startswith(reverse("login"))
     user.refresh_from_db()
     assert not user.is_active
+
+
+@pytest.mark.parametrize(
+    ("rated", "page_says", "done_says"),
+    [
+        (0, None, "You have withdrawn: your account is anonymised"),
+        (1, "your 1 rating stops counting at once: it is left out", "your rating no longer counts, and"),
+        (2, "your 2 ratings stop counting at once: they are left out", "your 2 ratings no longer count, and"),
+    ],
+)
+def test_the_page_and_its_answer_count_the_ratings_in_good_english(client, rated, page_says, done_says):
+    pairs = game_pairs(rated)
+    for pair in pairs:
+        seed_ratings(pair, [4, 4])
+    user = rater(RaterState.GAME)
+    clock = Clock(T0)
+    for _ in pairs:
+        rate_next(user, 4, clock)
+    client.force_login(user)
+    page = " ".join(client.get(reverse("data_delete")).content.decode().split())
+    if page_says:
+        assert page_says in page
+    assert "stops counting" not in page if rated != 1 else "they are left out" not in page
+    assert " 0 rating" not in page
+    client.post(reverse("data_delete"), {"confirm": "yes"})
+    assert done_says in client.get(reverse("home")).content.decode()

@@ -2,6 +2,7 @@
 
 import importlib.util
 import json
+import re
 
 import pyarrow as pa
 import pytest
@@ -78,3 +79,23 @@ def test_the_card_header_names_the_configs_splits_and_an_honest_license(world, t
     build(out, formats=("csv",), samples=2, resamples=0)
     card = (out / "README.md").read_text()
     assert front_matter(card)["license"] == "cc-by-4.0" and "`cc-by-4.0`" in card
+
+
+def test_the_card_states_how_the_text_formats_round_each_column(world, tmp_path):
+    out = tmp_path / "out"
+    build(out, formats=("csv", "jsonl"), samples=2, resamples=0)
+    card = (out / "README.md").read_text()
+    assert "- to 3 decimals: `seconds_spent`\n" in card
+    assert "- to 4 decimals: `mean`, `sd`, `ds_posterior`" in card
+    # What the card says is what the files hold: no more decimals than stated.
+    stated = {
+        name: int(digits)
+        for digits, names in re.findall(r"to (\d) decimals: ((?:`\w+`(?:, )?)+)", card)
+        for name in re.findall(r"`(\w+)`", names)
+    }
+    pairs = read_csv(out / "pairs.csv")
+    for row in [*pairs, *read_csv(out / "ratings.csv")]:
+        for name, digits in stated.items():
+            if row.get(name):
+                assert len(row[name].partition(".")[2]) <= digits, (name, row[name])
+    assert any(len(row["mean"].partition(".")[2]) == 4 for row in pairs)  # a mean of 3 ratings: 4 decimals

@@ -784,9 +784,19 @@ def test_every_statistic_has_an_interval_and_small_sets_are_flagged(world, tmp_p
     assert inside == {"paper": 93.8, "inside": low <= 93.8 <= high}
     report = (out / "report.html").read_text()
     datasheet = (out / "datasheet.md").read_text()
+    card = (out / "README.md").read_text()
     for text in (report, datasheet):
         assert "95% interval" in text
+    for text in (report, datasheet, card):  # the interval method, named where the figures are
+        assert (
+            "BCa (bias-corrected and accelerated) bootstrap over pairs, clipped to the range of the statistic" in text
+        )
     assert "Too few to interpret (at least 30 pairs needed)" in report  # the sources' rows
+    # Every row of the per-source table keeps a cell per column, too few or not.
+    table = report.split("<caption>Agreement per caption source")[1].split("</table>")[0]
+    header, *rows = re.findall(r"<tr[^>]*>(.*?)</tr>", table, re.S)
+    assert rows and all(row.count("<td") + row.count("<th") == header.count("<th") == 7 for row in rows)
+    assert all("(too few to interpret)" in row for row in rows)
     assert "(too few to interpret)" in datasheet
     assert "VICR inside our interval?" in report and "ICC(1,k)" in report and "ICC(1,k)" in datasheet
 
