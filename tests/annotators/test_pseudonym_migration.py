@@ -7,7 +7,7 @@ from django.db.migrations.executor import MigrationExecutor
 from annotators.models import RaterProfile
 from tests.factories import UserFactory
 
-BEFORE = [("annotators", "0009_raterprofile_withdrawn_at")]
+BEFORE = [("annotators", "0011_participation_session_outcome")]
 
 
 def migrate(targets) -> MigrationExecutor:

@@ -21,7 +21,7 @@ def clear_copied_pseudonyms(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotators", "0009_raterprofile_withdrawn_at"),
+        ("annotators", "0011_participation_session_outcome"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
