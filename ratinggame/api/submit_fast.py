@@ -18,6 +18,7 @@ import json
 from types import SimpleNamespace
 
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 from rest_framework.authentication import CSRFCheck
@@ -43,8 +44,9 @@ def submit(request: HttpRequest, view) -> JsonResponse | None:
     if request.method != "POST" or request.content_type != "application/json":
         return None
     try:
-        data = json.loads(request.body)
-    except (ValueError, RecursionError):
+        # NaN and Infinity are not JSON (DRF's parser refuses them): DRF answers those bodies.
+        data = json.loads(request.body, parse_constant=_not_json)
+    except (ValueError, RecursionError, RequestDataTooBig):
         return None
     if not isinstance(data, dict):
         return None
@@ -84,6 +86,10 @@ def submit(request: HttpRequest, view) -> JsonResponse | None:
             raise
         return retry_later(JsonResponse(error_body("unavailable", UNAVAILABLE_MESSAGE), status=503))
     return JsonResponse(feedback_answer(feedback, serve_next=serve_next))
+
+
+def _not_json(constant: str):
+    raise ValueError(f"{constant} is not JSON")
 
 
 def _reader(request: HttpRequest, now):

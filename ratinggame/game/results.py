@@ -148,7 +148,12 @@ def clean_value(value: object) -> int:
     raise RatingRejected("invalid_value", "Choose a rating from 1 to 5.", 400)
 
 
+# The largest id an assignment can have (a 64-bit primary key): larger ones name nothing, and the
+# game's prepared statements must not send them to the database (which would refuse the number).
+MAX_ID = 2**63 - 1
+
+
 def clean_assignment_id(assignment_id: object) -> int:
-    if isinstance(assignment_id, bool) or not isinstance(assignment_id, int):
+    if isinstance(assignment_id, bool) or not isinstance(assignment_id, int) or not 0 < assignment_id <= MAX_ID:
         raise not_found()
     return assignment_id

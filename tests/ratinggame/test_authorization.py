@@ -189,6 +189,10 @@ READ_ONLY_ADMIN = {
     Assignment: _READ_ONLY,
     Dispute: _READ_ONLY,
     ImportJob: _READ_ONLY,
+    # What players are scored against (the primes follow the model ratings) and the probation
+    # rounds' scores and orders: only the services write them (issue 21).
+    ModelRating: _READ_ONLY,
+    ProbationRound: _READ_ONLY,
 }
 # Change forms with nothing required left to fill (the rest is read-only or optional) save an
 # empty POST and go back to the list: an Image's source, a profile's leaderboard settings.
