@@ -14,7 +14,13 @@ REQUIRE_SERVICES = os.environ.get("RATINGGAME_REQUIRE_SERVICES") == "1"
 FULL_TESTS = REQUIRE_SERVICES or os.environ.get("RATINGGAME_FULL_TESTS") == "1"
 
 
+# Tests that stop and restart the machine's PostgreSQL and Redis: run last, so that no test after
+# them meets a connection the restart cut (a browser test's live server, a session's save).
+LAST = "tests/test_faults.py"
+
+
 def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: item.nodeid.startswith(LAST))  # stable: the rest keep their order
     if FULL_TESTS:
         return
     skip = pytest.mark.skip(reason="slow, full size: runs in CI (RATINGGAME_FULL_TESTS=1 runs it here)")
