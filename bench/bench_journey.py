@@ -70,6 +70,9 @@ SERVER_ENV = {
     "DJANGO_SECURE_SSL_REDIRECT": "0",
     "RATINGGAME_MIN_SECONDS_PER_RATING": "0",
     "RATINGGAME_THROTTLE_USER": "1000000/min",
+    # Random ratings of the control pairs would send every simulated rater back to probation (the
+    # drift rule, SPEC 2.5) within a run; the controls are still served and scored.
+    "RATINGGAME_DRIFT_THRESHOLD": "0",
     # Connections kept for the whole bench: the PostgreSQL backends whose CPU is counted live
     # through every run (one that closed during a run would take its CPU with it).
     "DATABASE_CONN_MAX_AGE": "3600",
