@@ -213,6 +213,10 @@ script the form posts as a page.
     upcoming = body.next;
     upcoming.received = received;
     panel.innerHTML = body.feedback.html;
+    // The caption rated stays in view beside its feedback, as on the feedback page.
+    var rated = caption.cloneNode(true);
+    rated.removeAttribute("id");
+    panel.insertBefore(rated, panel.querySelector(".fb-grid") || panel.firstChild.nextSibling);
     panel.className = "rate-side feedback-main points-" + body.feedback.points_class;
     side.hidden = true;
     tools.hidden = true;
@@ -287,7 +291,9 @@ script the form posts as a page.
     if (image.complete && image.naturalWidth > 0) {
       startCountdown();
     }
-    form.querySelector('input[name="value"]').focus();
+    // The new caption takes the focus (read out by a screen reader), not a choice that would look chosen.
+    caption.setAttribute("tabindex", "-1");
+    caption.focus();
   }
 
   if (inPlace) {
