@@ -30,6 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_journey import SERVER_ENV  # the same production settings as the rating path bench
 from helpers import database_create, database_drop, free_port, session_of, wait_up
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,17 +111,13 @@ def build(db_url: str, media: str, out: str) -> None:
 
 
 def server_env(db_url: str, media: str, floor: float) -> dict:
+    """bench_journey's production settings, with this bench's media, static files and floor."""
     return {
-        "DJANGO_DEBUG": "0",
-        "DJANGO_SECRET_KEY": "bench-only-" + "x" * 40,
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
-        "DJANGO_SECURE_SSL_REDIRECT": "0",
-        "DJANGO_SESSION_COOKIE_SECURE": "0",
+        **SERVER_ENV,
         "DATABASE_URL": db_url,
         "MEDIA_ROOT": media,
         "STATIC_ROOT": str(Path(media).parent / "static"),
         "RATINGGAME_MIN_SECONDS_PER_RATING": str(floor),
-        "RATINGGAME_THROTTLE_USER": "1000000/min",
         "DJANGO_SETTINGS_MODULE": "ratinggame.settings",
     }
 
