@@ -181,8 +181,8 @@ def virtual_rater_report(
     - ``krippendorff_alpha``: ordinal α of X, Y, Z.
 
     With ``resamples`` (1,000 by default; 0 for none) every statistic also gets ``ci_low``,
-    ``ci_high`` (a 95% BCa interval from a seeded bootstrap over pairs, clipped to the
-    statistic's range, ``scoring.bootstrap``) and
+    ``ci_high`` (a 95% BCa interval from a seeded bootstrap over pairs, its levels expanded for
+    small samples and its ends clipped to the statistic's range, ``scoring.bootstrap``) and
     ``se`` (the bootstrap standard error). Also ``pairs_used``, ``pairs_left_out`` (pairs with
     fewer than 3 ratings), ``samples``, ``resamples`` and ``seed``. ``ratings_per_pair`` holds
     each pair's ratings, whole numbers 1..5 (a mapping's values are used). Raises ValueError for
@@ -226,7 +226,13 @@ def _virtual_rater_intervals(report: dict, counts: np.ndarray, samples: int, res
     draw_error = np.nan_to_num(np.array([report[name]["sd"] for name in names])) / np.sqrt(samples)
     bounds = np.array([BOUNDS[name] for name in names])
     low, high, se = bootstrap.interval(
-        values[1:], whole=values[0], reported=reported, extra_se=draw_error, bounds=bounds, jackknife=jackknife
+        values[1:],
+        whole=values[0],
+        reported=reported,
+        extra_se=draw_error,
+        bounds=bounds,
+        jackknife=jackknife,
+        units=int(sizes.sum()),
     )
     for index, name in enumerate(names):
         report[name].update(ci_low=float(low[index]), ci_high=float(high[index]), se=float(se[index]))
@@ -275,6 +281,7 @@ def all_ratings_report(
                 reported=scaled[:1],
                 bounds=BOUNDS[name],
                 jackknife=jackknife,
+                units=int(lengths.size),
             )
             entry.update(ci_low=float(low[0]), ci_high=float(high[0]), se=float(se[0]))
         report[name] = entry

@@ -21,15 +21,23 @@ Introduction to the Bootstrap", chapter 14): the replicates' quantiles at levels
 share of replicates below the estimate (the bias) and by the jackknife's skewness (the
 acceleration). The statistics here are biased in small samples the way their replicates are
 biased again: method A's τ_c counts n² rather than n(n - 1) row pairs (a factor (N - 1)/N), and
-a resample holds duplicated pairs, more ties still. The percentile interval inherits that bias
-one-sidedly: its τ_X-YZ interval covered the population value 0.835 of the time at 60 pairs of
-VICR-like ratings, BCa's 0.925 (``bench/bench_agreement.py --coverage`` prints every statistic's
-coverage at 60, 249 and 2,000 pairs for BCa, the basic (reverse-percentile) interval and the
-percentile one; BCa came closest to 0.95 overall, the basic interval undercovered W, α and the
-ICCs at 60 pairs). scipy.stats.bootstrap(method="BCa") computes the same interval from a
-statistic it calls on resampled data; here the resamples are multinomial counts of groups of
-interchangeable pairs, for speed, and so is the jackknife (one pair of each group left out in
-turn), so the levels are taken here (the tests check them against scipy's).
+a resample holds duplicated pairs, more ties still; at 60 pairs of VICR-like ratings τ_X-YZ's
+mean lies about half a standard error below its population value. The percentile interval
+inherits that bias one-sidedly (its τ_X-YZ interval covered the population value 0.835 of the
+time at 60 pairs); BCa corrects it. scipy.stats.bootstrap(method="BCa") computes the same
+interval from a statistic it calls on resampled data; here the resamples are multinomial counts
+of groups of interchangeable pairs, for speed, and so is the jackknife (one pair of each group
+left out in turn), so the levels are taken here (the tests check them against scipy's).
+
+The normal quantile ±1.96 of the BCa levels is "expanded" to ±sqrt(N / (N - 1)) t_{N-1, 0.975}
+for N resampled pairs (Hesterberg 2015, "What teachers should know about the bootstrap", The
+American Statistician 69(4), 371-386: the "expanded percentile interval"): the bootstrap's
+spread is that of the sample, divided by N rather than N - 1, and a 1.96 that ignores the
+uncertainty of that spread; both make a bootstrap interval too narrow in small samples (BCa
+with ±1.96 covered 0.90-0.92 for several statistics at 60 pairs). ±2.018 at 60 pairs, ±1.974 at
+249, ±1.962 at 2,000: nothing changes at VICR scale. ``bench/bench_agreement.py --coverage``
+prints every statistic's coverage at 60, 249 and 2,000 pairs with its binomial interval.
+
 The interval is moved by the difference between the reported figure and the statistic of the
 whole sample (the statistic of an expected histogram differs from a mean over draws by a small,
 constant amount) and clipped to the statistic's range (Kendall's W in [0, 100], α, κ and ICC at
@@ -100,10 +108,13 @@ def sorted_triple_distribution(counts: np.ndarray) -> np.ndarray:
     return out / (k * (k - 1) * (k - 2) / 6)[:, None, None, None]
 
 
-# The interval method of every statistic (see the module's docstring); "percentile" for comparison.
+# The interval method of every statistic (see the module's docstring); the others for comparison.
 METHOD = "bca"
 # How the reports, the datasheet and the dataset card name it.
-METHOD_WORDS = "a BCa (bias-corrected and accelerated) bootstrap over pairs, clipped to the range of the statistic"
+METHOD_WORDS = (
+    "a BCa (bias-corrected and accelerated) bootstrap over pairs, with Hesterberg's small-sample expansion, "
+    "clipped to the range of the statistic"
+)
 METHODS = ("bca", "basic", "percentile")
 # Above this many groups of pairs the jackknife of the BCa interval leaves out blocks of groups.
 JACKKNIFE_EXACT = 1000
@@ -138,12 +149,23 @@ def acceleration(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
         return np.where(spread > 0, (weight * d**3).sum(axis=0) / (6 * spread**1.5), 0.0)
 
 
-def _bca_quantiles(replicates: np.ndarray, whole: np.ndarray, jackknife: tuple) -> tuple[np.ndarray, np.ndarray]:
+def normal_quantiles(units: int | None) -> np.ndarray:
+    """The two quantiles (low, high) that the 95% interval puts on the normal scale: ±1.96, or for
+    ``units`` resampled pairs Hesterberg's expanded ±sqrt(N / (N - 1)) t_{N-1} (module docstring)."""
+    alpha = (1 - LEVEL) / 2
+    if units is None or units < 3:
+        return stats.norm.ppf([alpha, 1 - alpha])
+    return np.sqrt(units / (units - 1)) * stats.t.ppf([alpha, 1 - alpha], units - 1)
+
+
+def _bca_quantiles(
+    replicates: np.ndarray, whole: np.ndarray, jackknife: tuple, quantiles: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The BCa interval's ends (Efron & Tibshirani 1993, section 14.3): the replicates' quantiles
     at levels moved by the bias correction z0 (the share of replicates below the estimate) and the
     acceleration. scipy.stats.bootstrap(method="BCa") computes the same from a statistic it calls
-    itself; here the replicates come from weighted groups of pairs, so the levels are taken here."""
-    alpha = (1 - LEVEL) / 2
+    itself; here the replicates come from weighted groups of pairs, so the levels are taken here.
+    ``quantiles``: the normal quantiles of the ends (``normal_quantiles``)."""
     accel = acceleration(*jackknife)
     low, high = np.full(np.shape(whole), np.nan), np.full(np.shape(whole), np.nan)
     for column in range(replicates.shape[1]):
@@ -153,7 +175,7 @@ def _bca_quantiles(replicates: np.ndarray, whole: np.ndarray, jackknife: tuple) 
         below = (np.sum(values < whole[column]) + 0.5 * np.sum(values == whole[column])) / values.size
         z0 = stats.norm.ppf(np.clip(below, 0.5 / values.size, 1 - 0.5 / values.size))
         levels = []
-        for z in stats.norm.ppf([alpha, 1 - alpha]):
+        for z in quantiles:
             levels.append(stats.norm.cdf(z0 + (z0 + z) / (1 - accel[column] * (z0 + z))))
         low[column], high[column] = np.quantile(values, levels)
     return low, high
@@ -168,35 +190,37 @@ def interval(
     bounds: tuple[float, float] | np.ndarray = UNBOUNDED,
     method: str | None = None,
     jackknife: tuple[np.ndarray, np.ndarray] | None = None,
+    units: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(low, high, se) per statistic from replicates (resamples x statistics).
 
     The interval of ``METHOD`` (or ``method``) from ``replicates`` about ``whole`` (the statistic
     of the whole sample computed the way the replicates were; BCa also needs ``jackknife``: the
     statistic with pairs left out, and how many pairs each row stands for, ``jackknife_weights``),
-    moved by ``reported - whole``; each half-width is widened in quadrature by 1.96 x
-    ``extra_se``, and both ends are clipped to ``bounds`` (low, high; or an array of them,
-    statistics x 2). NaN replicates (a resample with one category only) are ignored; NaN when
-    fewer than half of them are finite.
+    moved by ``reported - whole``; each half-width is widened in quadrature by the upper normal
+    quantile (1.96, or expanded) x ``extra_se``, and both ends are clipped to ``bounds`` (low,
+    high; or an array of them, statistics x 2). ``units``: how many pairs each resample draws,
+    for the small-sample expansion of the levels (``normal_quantiles``; none without it). NaN
+    replicates (a resample with one category only) are ignored; NaN when fewer than half of them
+    are finite.
     """
     method = method or METHOD
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, not {method!r}")
-    alpha = (1 - LEVEL) / 2
+    quantiles = normal_quantiles(units)
     finite = np.isfinite(replicates)
     with np.errstate(invalid="ignore"):
-        q_low, q_high = np.nanquantile(np.where(finite, replicates, np.nan), [alpha, 1 - alpha], axis=0)
+        q_low, q_high = np.nanquantile(np.where(finite, replicates, np.nan), stats.norm.cdf(quantiles), axis=0)
         se = np.nanstd(np.where(finite, replicates, np.nan), axis=0, ddof=1)
     if method == "bca":
         if jackknife is None:
             raise ValueError("the BCa interval needs the jackknife values")
-        q_low, q_high = _bca_quantiles(replicates, np.atleast_1d(whole), jackknife)
+        q_low, q_high = _bca_quantiles(replicates, np.atleast_1d(whole), jackknife, quantiles)
     if method == "basic":
         below, above = q_high - whole, whole - q_low
     else:
         below, above = whole - q_low, q_high - whole
-    z = 1.959963984540054
-    widen = (z * np.asarray(extra_se)) ** 2
+    widen = (quantiles[1] * np.asarray(extra_se)) ** 2
     # Widened in quadrature; a (rare) negative half-width keeps its sign.
     below = below + np.sqrt(below**2 + widen) - np.abs(below)
     above = above + np.sqrt(above**2 + widen) - np.abs(above)

@@ -120,6 +120,7 @@ def metric_correlation(
             reported=np.array([tau]),
             bounds=BOUNDS["tau_c"],
             jackknife=(replicates[resamples + 1 :, None], stands_for),
+            units=len(kept),
         )
         result.update(ci_low=float(low[0]), ci_high=float(high[0]), se=float(se[0]))
     return result

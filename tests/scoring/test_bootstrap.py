@@ -260,3 +260,49 @@ def test_the_bca_interval_is_scipys_on_the_same_replicates():
     # Skewed to the right: BCa moves both ends up from the percentile interval.
     plain = bootstrap.interval(replicates, whole=whole, reported=whole, method="percentile")
     assert low[0] > plain[0][0] and high[0] > plain[1][0]
+
+
+def test_the_levels_are_expanded_for_small_samples():
+    """Hesterberg's expanded interval (2015, The American Statistician 69(4)): with N resampled
+    units the ends are the replicates' quantiles at Φ(±sqrt(N / (N - 1)) t_{N-1, 0.975}), 2.18% and
+    97.82% at 60 pairs; symmetric replicates about the estimate give BCa no bias correction and
+    no acceleration, so BCa's ends are the same quantiles."""
+    from scipy import stats
+
+    replicates = np.linspace(-3.0, 3.0, 4001)[:, None]
+    whole = np.array([0.0])
+    jackknife = (np.array([[-1.0], [1.0]]), np.ones(2))
+    for units in (15, 60, 2000):
+        level = stats.norm.cdf(np.sqrt(units / (units - 1)) * stats.t.ppf(0.975, units - 1))
+        expected = tuple(np.quantile(replicates[:, 0], [1 - level, level]))
+        for method in ("percentile", "bca"):
+            low, high, _ = bootstrap.interval(
+                replicates, whole=whole, reported=whole, method=method, jackknife=jackknife, units=units
+            )
+            assert (low[0], high[0]) == pytest.approx(expected, rel=1e-12), (units, method)
+    assert stats.norm.cdf(np.sqrt(60 / 59) * stats.t.ppf(0.975, 59)) == pytest.approx(0.9782, abs=1e-4)
+
+
+def test_in_small_samples_the_expanded_interval_covers_where_the_plain_one_falls_short():
+    """The mean of 15 normal values, 400 seeded samples, 1,000 resamples each: the bootstrap's
+    spread is the sample's sd / sqrt(N) with divisor N, and ±1.96 ignores that the sd is estimated,
+    so the plain BCa interval covers about P(|t_14| < 1.96 sqrt(14/15)) = 0.92 of the time; the
+    expanded one about 0.95 (exactly so for the t interval it then equals). Binomial sd of a
+    coverage over 400 samples: 0.011."""
+    from scipy import stats
+
+    rng = np.random.default_rng(12)
+    n, runs = 15, 400
+    covered = {None: 0, n: 0}
+    for _ in range(runs):
+        sample = rng.normal(0.0, 1.0, n)
+        replicates = sample[rng.integers(0, n, (1000, n))].mean(axis=1)[:, None]
+        jackknife = (((sample.sum() - sample) / (n - 1))[:, None], np.ones(n))
+        whole = np.array([sample.mean()])
+        for units in covered:
+            low, high, _ = bootstrap.interval(replicates, whole=whole, reported=whole, jackknife=jackknife, units=units)
+            covered[units] += bool(low[0] <= 0.0 <= high[0])
+    plain = 2 * stats.t.cdf(1.959964 * np.sqrt((n - 1) / n), n - 1) - 1
+    assert plain == pytest.approx(0.92, abs=0.005)
+    assert covered[None] / runs < 0.935, covered
+    assert 0.935 <= covered[n] / runs <= 0.97, covered
