@@ -112,8 +112,8 @@ def sorted_triple_distribution(counts: np.ndarray) -> np.ndarray:
 METHOD = "bca"
 # How the reports, the datasheet and the dataset card name it.
 METHOD_WORDS = (
-    "a BCa (bias-corrected and accelerated) bootstrap over pairs, with Hesterberg's small-sample expansion, "
-    "clipped to the range of the statistic"
+    "a BCa (bias-corrected and accelerated) bootstrap over pairs, its levels expanded for small samples "
+    "(Hesterberg 2015), clipped to the range of the statistic"
 )
 METHODS = ("bca", "basic", "percentile")
 # Above this many groups of pairs the jackknife of the BCa interval leaves out blocks of groups.

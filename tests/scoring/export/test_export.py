@@ -788,7 +788,7 @@ def test_every_statistic_has_an_interval_and_small_sets_are_flagged(world, tmp_p
     for text in (report, datasheet):
         assert "95% interval" in text
     for text in (report, datasheet, card):  # the interval method, named where the figures are
-        assert "BCa (bias-corrected and accelerated) bootstrap over pairs, with Hesterberg's small-sample" in text
+        assert "bootstrap over pairs, its levels expanded for small samples (Hesterberg 2015)" in text
     assert "Too few to interpret (at least 30 pairs needed)" in report  # the sources' rows
     # Every row of the per-source table keeps a cell per column, too few or not.
     table = report.split("<caption>Agreement per caption source")[1].split("</table>")[0]
