@@ -10,7 +10,11 @@ production settings and drives the JSON API with token-authenticated simulated r
 - ``two``: ``POST /api/game/next``, then ``POST /api/game/submit``;
 - ``page``: what the rating page's script sends, signed in with a browser session and its CSRF
   token: ``POST /play/submit/`` (form-encoded), whose answer carries the feedback panel and the
-  next pair (a ``GET /play/game/`` only when a rater has no pair open).
+  next pair (a ``GET /play/game/`` only when a rater has no pair open);
+- ``floor``: ``one``'s requests answered by ``floor_app.py`` (beside this script) under the same
+  gunicorn: the rating's own SQL (the game's statements, built from the models) sent over
+  psycopg2 by a bare WSGI app, no Django on the request: the cost of the database work alone,
+  against which the API path is judged (goal: >= 0.5 of its ratings/s in the same run).
 
 It prints, for the first pool size:
 
@@ -20,6 +24,9 @@ It prints, for the first pool size:
 - for each way and each number of raters (10 and 50): ratings/s, p50 / p99 of each request and
   of each rating, the server's CPU per rating (gunicorn workers + PostgreSQL backends) and
   ratings acknowledged vs stored (goal: 0 lost);
+- with ``--open-rate R``: an open loop, R ratings/s through the page for ``--seconds``, each rater
+  with its rating page already open (as a browser rater has), each rating timed from when it was
+  due; ``--trace FILE`` writes every rating's due time, lateness and requests;
 - with ``--profile N``: a cProfile of N ratings through the WSGI handler in this machine's
   PostgreSQL, for each way: own time by layer and the top functions;
 
@@ -30,8 +37,8 @@ per rating. The 3-second floor is switched off for the run only
 rates far faster than a person may. The machine's load average is printed with every figure.
 
     .venv/bin/python bench/bench_journey.py [--pg postgres://postgres@127.0.0.1:5432] [--db-prefix P]
-        [--sizes 10000,1000000] [--raters 10,50] [--modes one,two] [--seconds 20] [--workers 4]
-        [--profile 300] [--keep]
+        [--sizes 10000,1000000] [--raters 10,50] [--modes one,two,page,floor] [--seconds 20] [--workers 4]
+        [--profile 300] [--open-rate 100] [--trace FILE] [--keep]
 """
 
 import argparse
@@ -693,7 +700,7 @@ def main() -> None:
     parser.add_argument("--db-prefix", default="", help="prefix of the bench databases' names (bench_journey_<size>)")
     parser.add_argument("--sizes", default="10000,1000000", help="game pool sizes; the first one carries the load")
     parser.add_argument("--raters", default="10,50", help="concurrent raters of the throughput runs")
-    parser.add_argument("--modes", default=",".join(MODES), help="ways of rating: one (submit + next), two")
+    parser.add_argument("--modes", default=",".join(MODES), help="ways of rating: one, two, page, floor")
     parser.add_argument("--seconds", type=float, default=20.0, help="length of each throughput run")
     parser.add_argument("--latency-steps", type=int, default=300, help="serve + submit steps of the latency run")
     parser.add_argument("--workers", type=int, default=4, help="gunicorn workers")
