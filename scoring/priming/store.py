@@ -5,9 +5,9 @@ shows: the portable path of ``scoring.priming.runner`` claims with three stateme
 batch's rows with a fourth and stores them with a locking SELECT, an INSERT and an UPDATE in a
 transaction. Here a chunk of pairs is claimed and its rows read by one UPDATE ... RETURNING, and
 a batch's ModelRating rows, ``pair.primes`` and status are written by one statement whose
-values travel as arrays (``unnest``), under the same conditions: a claim locks only the rows no
-other worker is claiming (SKIP LOCKED) and repeats ``claimable``; a store locks the batch's pairs
-in id order and writes only those still carrying this run's claim and without primes.
+values travel as arrays (``unnest``), under the same conditions: a claim takes only claimable
+rows no other worker is claiming (SKIP LOCKED); a store locks the batch's pairs in id order and
+writes only those still carrying this run's claim and without primes.
 
 Table and column names, and the array types, come from the models.
 """
@@ -93,10 +93,10 @@ def batch_store(columns: Sequence[list], claimed_at: datetime) -> int:
     """Store a batch's primes: ``columns`` are the RATING_FIELDS as lists, one entry per prime,
     each pair's slots in order. Returns how many pairs were written.
 
-    One statement: it locks the batch's pairs still claimed by this run (``claimed_at``) and
-    without primes, in id order, inserts their ModelRating rows, and sets their ``primes`` (the
-    values by slot, as JSON text the way ``json.dumps`` writes floats) and status done. Pairs
-    another run took over, or already primed, are left alone.
+    One statement: it sets ``primes`` (the values by slot, as JSON text the way ``json.dumps``
+    writes floats) and status done of the batch's pairs still claimed by this run
+    (``claimed_at``) and without primes, and inserts their ModelRating rows. Pairs another run
+    took over, or already primed, are left alone.
     """
     primes: dict[int, list[float]] = {}
     for pk, value in zip(columns[0], columns[RATING_FIELDS.index("value")], strict=True):
@@ -111,11 +111,11 @@ def batch_store(columns: Sequence[list], claimed_at: datetime) -> int:
                 *(array_literal(column) for column in columns),
                 ids,
                 primes_json,
+                PrimingStatus.DONE,
                 ids,
                 PrimingStatus.RUNNING,
                 claimed_at,
                 timezone.now(),
-                PrimingStatus.DONE,
             ],
         )
         return cursor.fetchone()[0]
@@ -133,17 +133,18 @@ def _store_sql() -> str:
     p = functools.partial(_name, CaptionPair)
     id_type = CaptionPair._meta.pk.db_type(connection)
     primes_type = CaptionPair._meta.get_field("primes").db_type(connection)
+    # The UPDATE takes the row locks (in id order: the ids' index scan reads them sorted) and checks
+    # the claim again on the latest version of a row another run changed meanwhile; the INSERT
+    # takes the pairs it updated.
     return (
         f"WITH r ({names}) AS (SELECT * FROM unnest({arrays})), "  # noqa: S608 - names from the models
         f"u (id, primes) AS (SELECT * FROM unnest(%s::{id_type}[], %s::{primes_type}[])), "
-        f"mine AS (SELECT p.{p('id')} AS id FROM {pair_table} AS p WHERE p.{p('id')} = ANY(%s::{id_type}[]) "
+        f"done AS (UPDATE {pair_table} AS p SET {p('primes')} = u.primes, {p('priming_status')} = %s, "
+        f"{p('priming_error')} = '' FROM u WHERE p.{p('id')} = u.id AND p.{p('id')} = ANY(%s::{id_type}[]) "
         f"AND p.{p('priming_status')} = %s AND p.{p('priming_claimed_at')} = %s "
         f"AND NOT EXISTS (SELECT 1 FROM {rating_table} AS m WHERE m.{rating_pair} = p.{p('id')}) "
-        f"ORDER BY p.{p('id')} FOR UPDATE OF p), "
+        f"RETURNING p.{p('id')} AS id), "
         f"inserted AS (INSERT INTO {rating_table} ({names}, {quote(created.column)}) "
-        f"SELECT r.*, %s::{created.db_type(connection)} FROM r JOIN mine ON mine.id = r.{rating_pair}), "
-        f"done AS (UPDATE {pair_table} AS p SET {p('primes')} = u.primes, {p('priming_status')} = %s, "
-        f"{p('priming_error')} = '' FROM mine JOIN u ON u.id = mine.id "
-        f"WHERE p.{p('id')} = mine.id RETURNING 1) "
+        f"SELECT r.*, %s::{created.db_type(connection)} FROM r JOIN done ON done.id = r.{rating_pair}) "
         f"SELECT count(*) FROM done"
     )
