@@ -108,7 +108,7 @@ def claim(pair_ids: Iterable[int], include_failed: bool = False) -> tuple[list[i
     with transaction.atomic():
         query = CaptionPair.objects.filter(claimable(include_failed), pk__in=ids)
         if connection.features.has_select_for_update_skip_locked:
-            query = query.select_for_update(skip_locked=True)
+            query = query.select_for_update(skip_locked=True, no_key=True)
         candidates = list(query.values_list("pk", flat=True))
         CaptionPair.objects.filter(claimable(include_failed), pk__in=candidates).update(
             priming_status=PrimingStatus.RUNNING, priming_claimed_at=now, priming_error=""
@@ -425,7 +425,7 @@ def _store_portable(
     with transaction.atomic():
         # Reclaimed by another worker (ours went stale) or already primed: left alone.
         mine = list(
-            CaptionPair.objects.select_for_update()
+            CaptionPair.objects.select_for_update(no_key=True)
             .filter(pk__in=list(slots), priming_status=PrimingStatus.RUNNING, priming_claimed_at=claimed_at)
             .exclude(Exists(ModelRating.objects.filter(pair=OuterRef("pk"))))
             .order_by("pk")
