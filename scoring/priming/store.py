@@ -53,7 +53,8 @@ def claim_rows(ids: Sequence[int], claimable: Q, now: datetime) -> list[tuple]:
     """Claim the pairs among ``ids`` that ``claimable`` selects and no other worker is claiming;
     returns their (id, image sha256, image file name, caption, references as stored), by id.
 
-    One UPDATE: its subquery locks the claimable rows (SKIP LOCKED) and PostgreSQL checks
+    One UPDATE: its subquery locks the claimable rows (FOR NO KEY UPDATE, as the game locks pairs,
+    so that no foreign key check on a pair waits on it; SKIP LOCKED) and PostgreSQL checks
     ``claimable`` again on the latest version of each row it locks, so a row another worker
     claimed meanwhile is left out. ``references`` comes back as stored (JSON text). The ids are
     given to the UPDATE itself as well, so that it finds the rows by the primary key instead of
@@ -84,7 +85,7 @@ def _claim_sql() -> str:
         f"{p('priming_error')} = '' FROM {image} AS i "
         f"WHERE i.{i('id')} = p.{p('image')} AND p.{p('id')} = {ids} "
         f"AND p.{p('id')} IN (SELECT {pair}.{p('id')} FROM {pair} WHERE {pair}.{p('id')} = {ids} "
-        f"AND {{claimable}} FOR UPDATE SKIP LOCKED) "
+        f"AND {{claimable}} FOR NO KEY UPDATE SKIP LOCKED) "
         f"RETURNING p.{p('id')}, i.{i('sha256')}, i.{i('file')}, p.{p('caption')}, p.{p('references')}"
     )
 
