@@ -113,7 +113,6 @@ def batch_store(columns: Sequence[list], claimed_at: datetime) -> int:
                 ids,
                 primes_json,
                 PrimingStatus.DONE,
-                ids,
                 PrimingStatus.RUNNING,
                 claimed_at,
                 timezone.now(),
@@ -134,14 +133,15 @@ def _store_sql() -> str:
     p = functools.partial(_name, CaptionPair)
     id_type = CaptionPair._meta.pk.db_type(connection)
     primes_type = CaptionPair._meta.get_field("primes").db_type(connection)
-    # The UPDATE takes the row locks (in id order: the ids' index scan reads them sorted) and checks
-    # the claim again on the latest version of a row another run changed meanwhile; the INSERT
-    # takes the pairs it updated.
+    # The UPDATE takes the row locks, in the order of u (ids ascending): the planner expects few of
+    # the batch's rows to carry the claim, so it must not be offered to drive the join from the
+    # pairs' index (it would scan u once per pair). It checks the claim again on the latest
+    # version of a row another run changed meanwhile; the INSERT takes the pairs it updated.
     return (
         f"WITH r ({names}) AS (SELECT * FROM unnest({arrays})), "  # noqa: S608 - names from the models
         f"u (id, primes) AS (SELECT * FROM unnest(%s::{id_type}[], %s::{primes_type}[])), "
         f"done AS (UPDATE {pair_table} AS p SET {p('primes')} = u.primes, {p('priming_status')} = %s, "
-        f"{p('priming_error')} = '' FROM u WHERE p.{p('id')} = u.id AND p.{p('id')} = ANY(%s::{id_type}[]) "
+        f"{p('priming_error')} = '' FROM u WHERE p.{p('id')} = u.id "
         f"AND p.{p('priming_status')} = %s AND p.{p('priming_claimed_at')} = %s "
         f"AND NOT EXISTS (SELECT 1 FROM {rating_table} AS m WHERE m.{rating_pair} = p.{p('id')}) "
         f"RETURNING p.{p('id')} AS id), "
