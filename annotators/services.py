@@ -118,7 +118,7 @@ def dispute_file(*, rater: AbstractBaseUser, rating_id: int, comment: str) -> Di
         raise ValidationError(f"Keep it under {DISPUTE_MAX_CHARS} characters.", code="too_long")
     with transaction.atomic():
         # The rating row lock makes two submissions of the same dispute file one.
-        rating = Rating.objects.select_for_update().get(pk=rating_id, rater=rater)
+        rating = Rating.objects.select_for_update(no_key=True).get(pk=rating_id, rater=rater)
         refusal = dispute_refusal(rating)
         if refusal is not None:
             raise refusal

@@ -10,7 +10,11 @@ production settings and drives the JSON API with token-authenticated simulated r
 - ``two``: ``POST /api/game/next``, then ``POST /api/game/submit``;
 - ``page``: what the rating page's script sends, signed in with a browser session and its CSRF
   token: ``POST /play/submit/`` (form-encoded), whose answer carries the feedback panel and the
-  next pair (a ``GET /play/game/`` only when a rater has no pair open).
+  next pair (a ``GET /play/game/`` only when a rater has no pair open);
+- ``floor``: ``one``'s requests answered by ``floor_app.py`` (beside this script) under the same
+  gunicorn: the rating's own SQL (the game's statements, built from the models) sent over
+  psycopg2 by a bare WSGI app, no Django on the request: the cost of the database work alone,
+  against which the API path is judged (goal: >= 0.5 of its ratings/s in the same run).
 
 It prints, for the first pool size:
 
@@ -20,6 +24,9 @@ It prints, for the first pool size:
 - for each way and each number of raters (10 and 50): ratings/s, p50 / p99 of each request and
   of each rating, the server's CPU per rating (gunicorn workers + PostgreSQL backends) and
   ratings acknowledged vs stored (goal: 0 lost);
+- with ``--open-rate R``: an open loop, R ratings/s through the page for ``--seconds``, each rater
+  with its rating page already open (as a browser rater has), each rating timed from when it was
+  due; ``--trace FILE`` writes every rating's due time, lateness and requests;
 - with ``--profile N``: a cProfile of N ratings through the WSGI handler in this machine's
   PostgreSQL, for each way: own time by layer and the top functions;
 
@@ -30,8 +37,8 @@ per rating. The 3-second floor is switched off for the run only
 rates far faster than a person may. The machine's load average is printed with every figure.
 
     .venv/bin/python bench/bench_journey.py [--pg postgres://postgres@127.0.0.1:5432] [--db-prefix P]
-        [--sizes 10000,1000000] [--raters 10,50] [--modes one,two] [--seconds 20] [--workers 4]
-        [--profile 300] [--keep]
+        [--sizes 10000,1000000] [--raters 10,50] [--modes one,two,page,floor] [--seconds 20] [--workers 4]
+        [--profile 300] [--open-rate 100] [--trace FILE] [--keep]
 """
 
 import argparse
@@ -59,8 +66,13 @@ ROOT = Path(__file__).resolve().parents[1]
 PYTHON = str(ROOT / ".venv" / "bin" / "python")
 GUNICORN = str(ROOT / ".venv" / "bin" / "gunicorn")
 IMAGES = 1000  # pairs share images: 1000 captions per image at 1M pairs
-MODES = ("one", "two", "page")
-MODE_NAMES = {"one": "one request per rating", "two": "next + submit", "page": "the rating page's one request"}
+MODES = ("one", "two", "page", "floor")
+MODE_NAMES = {
+    "one": "one request per rating",
+    "two": "next + submit",
+    "page": "the rating page's one request",
+    "floor": "the floor (the rating's SQL behind a bare WSGI app)",
+}
 CSRF_SECRET = "b" * 32  # the bench browsers' CSRF cookie; the header carries the same secret
 # Production settings for the server and the in-process measures; no 3-second floor, no throttle.
 SERVER_ENV = {
@@ -217,7 +229,7 @@ Post = Callable[[str, dict | None], tuple[int, dict]]
 
 
 class Player:
-    """One simulated rater rating in a loop, in one of the two ways (MODES)."""
+    """One simulated rater rating in a loop, in one of the ways (MODES; the floor as "one")."""
 
     def __init__(self, post: Post, mode: str) -> None:
         self.post = post
@@ -255,7 +267,7 @@ class Player:
                 return
             self.pending = served["assignment_id"]
         submission = {"assignment_id": self.pending, "value": random.randint(1, 5)}
-        if self.mode == "one":
+        if self.mode in ("one", "floor"):
             submission["next"] = True
         status, feedback = self._request("/api/game/submit", submission)
         self.pending = None
@@ -264,24 +276,30 @@ class Player:
             return
         self.rating_ms.append((time.perf_counter() - started) * 1000)
         self.acked.append(feedback["rating_id"])
-        if self.mode == "one":
+        if self.mode in ("one", "floor"):
             following = feedback["next"]
             self.pending = following["assignment_id"] if following else None
             self.done = following is None
+
+    def open_page(self) -> None:
+        """GET /play/game/, as a browser opens the rating page: the pair it shows becomes pending."""
+        status, page = self._request("GET /play/game/", None)
+        found = re.search(r'name="assignment" value="(\d+)"', page.get("html", ""))
+        if status != 200 or found is None:
+            # 200 without a pair: none left; a redirect: the rater left the game (random
+            # ratings of control pairs send a rater back to probation, SPEC 2.5). Either way: done.
+            self._refused("page", status, {"code": "none_left" if status == 200 else "left_the_game"})
+            self.done = True
+            return
+        self.pending = int(found.group(1))
 
     def _page_step(self) -> None:
         """As the rating page's script: POST /play/submit/, the next pair in its answer."""
         started = time.perf_counter()
         if self.pending is None:
-            status, page = self._request("GET /play/game/", None)
-            found = re.search(r'name="assignment" value="(\d+)"', page.get("html", ""))
-            if status != 200 or found is None:
-                # 200 without a pair: none left; a redirect: the rater left the game (random
-                # ratings of control pairs send a rater back to probation, SPEC 2.5). Either way: done.
-                self._refused("page", status, {"code": "none_left" if status == 200 else "left_the_game"})
-                self.done = True
+            self.open_page()
+            if self.done:
                 return
-            self.pending = int(found.group(1))
         status, answer = self._request("/play/submit/", {"assignment": self.pending, "value": random.randint(1, 5)})
         self.pending = None
         if status != 200:
@@ -536,14 +554,16 @@ def stored_count(db_url: str, rating_ids: list[int]) -> int:
         return cursor.fetchone()[0]
 
 
-def start_server(db_url: str, port: int, workers: int, threads: int, log_path: Path) -> subprocess.Popen:
+def start_server(
+    db_url: str, port: int, workers: int, threads: int, log_path: Path, app: tuple[str, ...] = ("ratinggame.wsgi",)
+) -> subprocess.Popen:
     env = {**os.environ, **SERVER_ENV, "DATABASE_URL": db_url}
     with socket.socket() as probe:
         if probe.connect_ex(("127.0.0.1", port)) == 0:
             raise SystemExit(f"port {port} is in use: choose another with --port")
     command = [
         GUNICORN,
-        "ratinggame.wsgi",
+        *app,
         "--bind",
         f"127.0.0.1:{port}",
         "--workers",
@@ -572,12 +592,12 @@ def load() -> str:
 
 
 def throughput(
-    args, server: subprocess.Popen, db_url: str, tokens: list[tuple[str, str]], mode: str, count: int
+    args, server: subprocess.Popen, db_url: str, tokens: list[tuple[str, str]], mode: str, count: int, port: int
 ) -> dict:
     """One throughput run; prints its line and returns its figures."""
     before = load()
     cpu_before = server_cpu(server, db_url)
-    result = drive(args.port, tokens[:count], mode, args.seconds)
+    result = drive(port, tokens[:count], mode, args.seconds)
     acked = len(result["acked"])
     cpu_ms = {kind: used * 1000 / max(acked, 1) for kind, used in server_cpu(server, db_url, cpu_before).items()}
     stored = stored_count(db_url, result["acked"])
@@ -601,6 +621,22 @@ def throughput(
     return figures
 
 
+def floor(args, db_url: str, credentials: list[tuple[str, str]], concurrency: list[int]) -> dict:
+    """The ``floor`` mode's throughput runs: ``floor_app.py`` (the rating's SQL behind a bare WSGI
+    app) under gunicorn as the project's server is, on the next port, beside it."""
+    log_path = Path(f"/tmp/{args.db_prefix}bench_journey_floor.log")
+    app = ("--pythonpath", str(ROOT / "bench"), "floor_app:application")
+    server = start_server(db_url, args.port + 1, args.workers, args.threads, log_path, app)
+    try:
+        return {
+            ("floor", count): throughput(args, server, db_url, credentials, "floor", count, args.port + 1)
+            for count in concurrency
+        }
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
 def open_loop(args, db_url: str, credentials: list[tuple[str, str]], mode: str) -> dict:
     """Ratings arriving at a fixed rate (``--open-rate``), each taken by a rater who is free, not
     raters looping without pause; a rating's time counts from when it was due (a late start is
@@ -612,13 +648,23 @@ def open_loop(args, db_url: str, credentials: list[tuple[str, str]], mode: str) 
     players = [Player(http_post(args.port, token, session), mode) for token, session in credentials]
     free: queue.SimpleQueue = queue.SimpleQueue()
     for player in players:
-        free.put(player)
+        # Each rater has the rating page open before the clock starts, as a browser rater has:
+        # otherwise the first second is 50 page loads at once and the tail measures that start.
+        player.open_page()
+        if not player.done:
+            free.put(player)
     latencies: list[float] = []
+    trace: list[dict] = []
     missed = 0
 
     def rate_once(player: Player, due: float) -> None:
+        began, first = time.perf_counter(), len(player.request_ms)
         player.step()
         latencies.append((time.perf_counter() - due) * 1000)
+        trace.append(
+            {"due_s": due - started, "start_late_ms": (began - due) * 1000, "ms": latencies[-1]}
+            | {"requests_ms": player.request_ms[first:]}
+        )
         if not player.done:
             free.put(player)
 
@@ -633,6 +679,8 @@ def open_loop(args, db_url: str, credentials: list[tuple[str, str]], mode: str) 
                 missed += 1  # every rater busy: this rating could not even start
                 continue
             pool.submit(rate_once, player, due)
+    if args.trace:
+        Path(args.trace).write_text(json.dumps(sorted(trace, key=lambda entry: entry["due_s"]), indent=0))
     acked = [rating_id for player in players for rating_id in player.acked]
     stored = stored_count(db_url, acked)
     figure = {"p99": percentile(latencies, 99), "missed": missed, "lost": len(acked) - stored}
@@ -652,7 +700,7 @@ def main() -> None:
     parser.add_argument("--db-prefix", default="", help="prefix of the bench databases' names (bench_journey_<size>)")
     parser.add_argument("--sizes", default="10000,1000000", help="game pool sizes; the first one carries the load")
     parser.add_argument("--raters", default="10,50", help="concurrent raters of the throughput runs")
-    parser.add_argument("--modes", default=",".join(MODES), help="ways of rating: one (submit + next), two")
+    parser.add_argument("--modes", default=",".join(MODES), help="ways of rating: one, two, page, floor")
     parser.add_argument("--seconds", type=float, default=20.0, help="length of each throughput run")
     parser.add_argument("--latency-steps", type=int, default=300, help="serve + submit steps of the latency run")
     parser.add_argument("--workers", type=int, default=4, help="gunicorn workers")
@@ -660,6 +708,9 @@ def main() -> None:
     parser.add_argument("--profile", type=int, default=0, metavar="N", help="profile N ratings of each way")
     parser.add_argument(
         "--open-rate", type=float, default=0, metavar="R", help="also an open loop: R ratings/s through the page"
+    )
+    parser.add_argument(
+        "--trace", metavar="FILE", help="write each open-loop rating (due time, lateness, requests) as JSON to FILE"
     )
     parser.add_argument("--port", type=int, default=18437)
     parser.add_argument("--keep", action="store_true", help="keep the bench databases (a 1M-pair one is ~1 GB)")
@@ -686,7 +737,8 @@ def main() -> None:
         out = Path(f"/tmp/{args.db_prefix}bench_journey_{size}.json")
         started = time.perf_counter()
         profile = args.profile if index == 0 else 0
-        command = [PYTHON, __file__, "--build", db_url, str(size), str(raters), str(out), str(profile), args.modes]
+        measured = ",".join(mode for mode in modes if mode != "floor")  # the floor is not Django's
+        command = [PYTHON, __file__, "--build", db_url, str(size), str(raters), str(out), str(profile), measured]
         subprocess.run(command, check=True)
         built = json.loads(out.read_text())
         print(
@@ -734,8 +786,11 @@ def main() -> None:
                 print(f"[{size:,} game pairs] throughput:", flush=True)
                 for number, mode in enumerate(modes):
                     own = tokens[1 + number * max(concurrency) : 1 + (number + 1) * max(concurrency)]
+                    if mode == "floor":
+                        figures.update(floor(args, db_url, own, concurrency))
+                        continue
                     for count in concurrency:
-                        figures[mode, count] = throughput(args, server, db_url, own, mode, count)
+                        figures[mode, count] = throughput(args, server, db_url, own, mode, count, args.port)
                     if args.open_rate and mode == "page":
                         figures["open", args.open_rate] = open_loop(args, db_url, own, mode)
         finally:
@@ -776,6 +831,9 @@ def goals(figures: dict, statements: dict) -> None:
     for count, figure in sorted(one.items()):
         web = figure["web_cpu_ms"]
         print(f"goal web CPU per rating <= 3 ms (API, {count} raters): {web:.1f} ms" + _met(web <= 3))
+    for count in sorted({count for (mode, count) in figures if mode == "floor"} & set(one)):
+        ratio = one[count]["rate"] / figures["floor", count]["rate"]
+        print(f"goal API >= 0.5 of the floor's ratings/s, {count} raters: {ratio:.2f}" + _met(ratio >= 0.5))
     lost = sum(figure["lost"] for figure in figures.values())
     print(f"acknowledged ratings lost, all runs: {lost}" + _met(lost == 0))
 

@@ -9,7 +9,10 @@ cache; a million distinct files would need ~100 GB of disk). The priming model i
 with random weights, saved as an open_clip folder (RATINGGAME_PRIMING_MODEL). Then:
 
   (d) the database side alone: the command over ``--db-pairs`` other pairs with a scorer that
-      costs nothing (a constant score, no file read): listing, claims, loads and writes;
+      costs nothing (a constant score, no file read): listing, claims, loads and writes, in
+      batches of ``--db-batch-size`` (a GPU's, 256, by default). Twice, over pairs of their own:
+      on the PostgreSQL path (a claim and its rows in one statement per chunk, a batch stored in
+      one statement) and on the portable path (SQLite's, PostgreSQL's before), for the ratio;
   (s) the scorer alone: the registry's scorers over the pairs, batch by batch, rows read
       beforehand (file reads, decoding, forward passes: no database);
   (w) the whole command over the same pairs, the model already loaded in this process (as in
@@ -22,6 +25,7 @@ with random weights, saved as an open_clip folder (RATINGGAME_PRIMING_MODEL). Th
 
     .venv/bin/python bench/bench_prime_pairs.py                     # CPU, reduced: 2,000 pairs, 1,250 images
     .venv/bin/python bench/bench_prime_pairs.py --device cuda --pairs 1000000 --images 625000 --batch-size 256
+    .venv/bin/python bench/bench_prime_pairs.py --pairs 0                 # (d) only: the database side
 """
 
 import argparse
@@ -76,21 +80,29 @@ def rows_insert(*, images: int, pairs: int, files: int, first: int) -> list[int]
 
     from ratinggame.models import CaptionPair, Image, Pool, PrimingStatus
 
+    def defaults_of(model, given: set[str]) -> dict:
+        return {
+            field.column: field.get_db_prep_save(field.get_default(), connection)
+            for field in model._meta.concrete_fields
+            if not field.primary_key and field.name not in given
+        }
+
+    def quoted(columns) -> str:
+        return ", ".join(connection.ops.quote_name(column) for column in columns)  # "references" is an SQL keyword
+
     with connection.cursor() as cursor:
         image_table, pair_table = Image._meta.db_table, CaptionPair._meta.db_table
+        defaults = defaults_of(Image, {"file", "sha256", "width", "height", "original_name", "source", "created_at"})
         cursor.execute(
-            f"INSERT INTO {image_table} (file, sha256, width, height, original_name, source, created_at) "  # noqa: S608 - names from the model
-            f"SELECT 'images/bench/' || (g %% %s) || '.jpg', lpad(to_hex(g), 64, '0'), 640, 480, g || '.jpg', "
-            f"'bench', now() FROM generate_series(%s, %s) AS g ORDER BY g RETURNING id",
-            [files, first, first + images - 1],
+            f"INSERT INTO {image_table} (file, sha256, width, height, original_name, source, created_at, "  # noqa: S608 - names from the model
+            f"{quoted(defaults)}) SELECT 'images/bench/' || (g %% %s) || '.jpg', lpad(to_hex(g), 64, '0'), 640, 480, "
+            f"g || '.jpg', 'bench', now(), {', '.join(['%s'] * len(defaults))} "
+            f"FROM generate_series(%s, %s) AS g ORDER BY g RETURNING id",
+            [files, *defaults.values(), first, first + images - 1],
         )
         image_ids = sorted(row[0] for row in cursor.fetchall())
-        defaults = {
-            field.column: field.get_db_prep_save(field.get_default(), connection)
-            for field in CaptionPair._meta.concrete_fields
-            if not field.primary_key and field.name not in {"image", "caption", "created_at", "pool", "priming_status"}
-        }
-        columns = ", ".join(f'"{column}"' for column in defaults)  # "references" is an SQL keyword
+        defaults = defaults_of(CaptionPair, {"image", "caption", "created_at", "pool", "priming_status"})
+        columns = quoted(defaults)
         placeholders = ", ".join(["%s"] * len(defaults))
         cursor.execute(
             f"INSERT INTO {pair_table} (image_id, caption, pool, priming_status, created_at, {columns}) "  # noqa: S608 - names from the model
@@ -106,6 +118,8 @@ def rows_insert(*, images: int, pairs: int, files: int, first: int) -> list[int]
 class FreeScorer:
     """Costs nothing: a constant raw score, no file read. What it leaves is the database side."""
 
+    label = "bench"
+    explains = False
     refit = True
     identity = "bench: a constant score"
 
@@ -136,16 +150,23 @@ def command_run(**options) -> float:
     return time.perf_counter() - started
 
 
-def database_side(db_pairs: int, images: int, files: int, first_image: int) -> float:
+def database_side(db_pairs: int, images: int, files: int, first_image: int, batch_size: int, fast: bool) -> float:
+    """pairs/s of the command with a free scorer over ``db_pairs`` new pairs; ``fast``: the
+    PostgreSQL statements of scoring.priming.store, else the portable path."""
+    from scoring.models import ModelRating
+    from scoring.priming import runner
     from scoring.priming.registry import PrimingModels
 
-    rows_insert(images=images, pairs=db_pairs, files=files, first=first_image)
-    original = PrimingModels.scorers
+    ids = rows_insert(images=images, pairs=db_pairs, files=files, first=first_image)
+    original = PrimingModels.scorers, runner.fast_path
     PrimingModels.scorers = lambda self: [FreeScorer()]
+    runner.fast_path = lambda: fast
     try:
-        seconds = command_run()
+        seconds = command_run(batch_size=batch_size)
     finally:
-        PrimingModels.scorers = original
+        PrimingModels.scorers, runner.fast_path = original
+    primes = ModelRating.objects.filter(pair_id__in=ids).count()
+    assert primes == 2 * db_pairs, f"{primes} primes for {db_pairs} pairs"
     return db_pairs / seconds
 
 
@@ -252,10 +273,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432", help="PostgreSQL server URL (no db)")
     parser.add_argument("--db", default="bench_prime_pairs")
-    parser.add_argument("--pairs", type=int, default=2000)
+    parser.add_argument("--pairs", type=int, default=2000, help="pairs of (s), (w) and resume; 0: (d) only")
     parser.add_argument("--images", type=int, default=None, help="image rows (default: pairs / 1.6)")
     parser.add_argument("--files", type=int, default=4000, help="distinct JPEG files at most")
-    parser.add_argument("--db-pairs", type=int, default=100_000, help="pairs of the database-side run (d)")
+    parser.add_argument("--db-pairs", type=int, default=100_000, help="pairs of each database-side run (d)")
+    parser.add_argument("--db-batch-size", type=int, default=256, help="batch size of the database-side runs (d)")
     parser.add_argument("--resume-pairs", type=int, default=20_000, help="pairs of the kill-and-resume run, at most")
     parser.add_argument("--kill-at", type=float, default=0.3, help="share primed when the first run is killed")
     parser.add_argument("--kill", choices=["KILL", "TERM"], default="KILL")
@@ -270,7 +292,7 @@ def main() -> None:
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     batch_size = args.batch_size or (256 if device.startswith("cuda") else 64)
     images = args.images or round(args.pairs / 1.6)
-    files = min(args.files, images)
+    files = max(1, min(args.files, images))
     work = Path(tempfile.mkdtemp(prefix="bench_prime_pairs_"))
     db_url = f"{args.pg}/{args.db}"
     env = {
@@ -297,22 +319,30 @@ def main() -> None:
     try:
         started = time.perf_counter()
         call_command("migrate", verbosity=0)
-        model_folder_save(work / "model", args.model)
-        jpeg_files_write(work / "media", files)
-        print(f"{args.model} random weights on {device}, batch size {batch_size}; load average {os.getloadavg()}")
-        print(f"schema, model and {files} JPEG files of 640x480 in {time.perf_counter() - started:.0f} s")
+        if args.pairs:
+            model_folder_save(work / "model", args.model)
+            jpeg_files_write(work / "media", files)
+            print(f"{args.model} random weights on {device}, batch size {batch_size}; load average {os.getloadavg()}")
+            print(f"schema, model and {files} JPEG files of 640x480 in {time.perf_counter() - started:.0f} s")
         # (d) first: the command primes every pending pair, so the measured pairs come after it.
         d_images = max(1, args.db_pairs // 2)
-        d = database_side(args.db_pairs, d_images, files, 0) if args.db_pairs else None
+        if args.db_pairs:
+            print(f"load average before (d): {os.getloadavg()}")
+            d_portable = database_side(args.db_pairs, d_images, files, 0, args.db_batch_size, fast=False)
+            d = database_side(args.db_pairs, d_images, files, d_images, args.db_batch_size, fast=True)
+            load = os.getloadavg()
+            print(f"(d) database side alone, {args.db_pairs} pairs, batch {args.db_batch_size}; load average {load}")
+            print(f"    PostgreSQL statements (one per batch):         {d:10.1f} pairs/s   {d / d_portable:.1f}x")
+            print(f"    portable path (SQLite's; PostgreSQL's before): {d_portable:10.1f} pairs/s")
+        if not args.pairs:
+            return
         started = time.perf_counter()
-        ids = rows_insert(images=images, pairs=args.pairs, files=files, first=d_images)
+        ids = rows_insert(images=images, pairs=args.pairs, files=files, first=2 * d_images)
         print(f"{args.pairs} pairs over {images} images inserted in {time.perf_counter() - started:.0f} s")
         s = scorer_alone(ids)
         w = whole_command(ids)
         resume = resume_after_kill(ids[: args.resume_pairs], env, args.kill_at, getattr(signal, f"SIG{args.kill}"))
         print(f"load average after: {os.getloadavg()}")
-        if d is not None:
-            print(f"(d) database side alone, {args.db_pairs} pairs:        {d:10.1f} pairs/s")
         print(f"(s) scorer alone, {args.pairs} pairs:                {s:10.1f} pairs/s")
         print(f"(w) whole command, same pairs:                  {w:10.1f} pairs/s   (w)/(s) = {100 * w / s:.1f}%")
         print("    goal: (w) >= 70% of (s)")

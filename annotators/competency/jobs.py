@@ -42,7 +42,7 @@ def competency_refresh_request(*, requested_by=None) -> CompetencyAnalysis:
     Never raises for a broker that is down: see the module docstring.
     """
     with transaction.atomic():
-        in_progress = CompetencyAnalysis.objects.select_for_update().filter(JOBS.in_progress()).first()
+        in_progress = CompetencyAnalysis.objects.select_for_update(no_key=True).filter(JOBS.in_progress()).first()
         if in_progress is not None:
             return in_progress
         analysis = CompetencyAnalysis.objects.create(created_by=requested_by, game_ratings_count=game_ratings_count())

@@ -60,7 +60,7 @@ def _clean_reason(reason: str) -> str:
 
 
 def _locked(profile: RaterProfile) -> RaterProfile:
-    return RaterProfile.objects.select_for_update().get(pk=profile.pk)
+    return RaterProfile.objects.select_for_update(no_key=True).get(pk=profile.pk)
 
 
 def _log(profile: RaterProfile, actor: AbstractBaseUser, action: str, reason: str, from_state: str) -> RaterAction:
@@ -116,7 +116,7 @@ def dispute_resolve(*, dispute: Dispute, actor: AbstractBaseUser, accept: bool, 
     """Accept (restore the rating's lost points) or reject an open dispute; see the module docstring."""
     note = _clean_reason(note)
     with transaction.atomic():
-        dispute = Dispute.objects.select_for_update().select_related("rating").get(pk=dispute.pk)
+        dispute = Dispute.objects.select_for_update(no_key=True).select_related("rating").get(pk=dispute.pk)
         if dispute.status != DisputeStatus.OPEN:
             raise ActionRefused("This dispute has already been resolved.")
         rating = dispute.rating
@@ -127,7 +127,7 @@ def dispute_resolve(*, dispute: Dispute, actor: AbstractBaseUser, accept: bool, 
                 "so the dispute cannot be accepted. Reject it instead."
             )
         # The rater's profile lock also serialises every restore for this rater's ratings.
-        profile = RaterProfile.objects.select_for_update().get(user_id=rating.rater_id)
+        profile = RaterProfile.objects.select_for_update(no_key=True).get(user_id=rating.rater_id)
         rescore = dispute_rescore(rating)
         restored = rescore.owed if accept else 0
         if restored:

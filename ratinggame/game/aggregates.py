@@ -69,7 +69,8 @@ def ratings_exclude(*, rating_ids: Iterable[int], reason: str) -> int:
         # locking their pairs (a control is rated by many at once and holds no aggregates).
         pair_ids = set(Rating.objects.filter(pk__in=ids, stage=Pool.GAME).values_list("pair_id", flat=True))
         pairs = {
-            pair.pk: pair for pair in CaptionPair.objects.select_for_update().filter(pk__in=pair_ids).order_by("id")
+            pair.pk: pair
+            for pair in CaptionPair.objects.select_for_update(no_key=True).filter(pk__in=pair_ids).order_by("id")
         }
         ratings = list(Rating.objects.filter(pk__in=ids, excluded=False).only("id", "pair_id", "value", "stage"))
         changed: set[int] = set()
@@ -176,7 +177,7 @@ def _suspects(batch: list[tuple]) -> list[int]:
 def _pair_drift(pair_id: int, *, repair: bool) -> Drift | None:
     """Check one pair again under its row lock (a rating may have moved it since it was read)."""
     with transaction.atomic():
-        pair = CaptionPair.objects.select_for_update().filter(pk=pair_id).first()
+        pair = CaptionPair.objects.select_for_update(no_key=True).filter(pk=pair_id).first()
         if pair is None:
             return None
         stored, actual = _counters_of(pair), _counters_from_rows(pair)

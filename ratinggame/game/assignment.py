@@ -23,8 +23,9 @@ statement that stops at the first that finds a pair - no scan of the pool, no OR
 no Python loop over pairs.
 
 Open assignments count toward the cap (``in_flight``), so two raters racing for the last slot
-cannot push a pair past 7: the next-pair query itself locks the row it returns (FOR UPDATE
-SKIP LOCKED, as Label Studio's next_task does), the lock makes PostgreSQL check the WHERE
+cannot push a pair past 7: the next-pair query itself locks the row it returns (FOR NO KEY
+UPDATE SKIP LOCKED, as Label Studio's next_task locks with FOR UPDATE; see ``sql._lock`` for
+why no key), the lock makes PostgreSQL check the WHERE
 again on the latest row, and the slot is taken in the same transaction. A rater never waits
 for one pair's lock while holding another's (``game_pair_claim``). An open assignment that
 expires gives its slot back (``assignments_release_expired``).
@@ -198,7 +199,7 @@ def _claim_statement(vendor: str, avoiding: bool) -> Statement:
     reading one entry of the partial index ``pair_serving_order_idx``, locking what it finds
     (SKIP LOCKED); the database stops at the first probe that returns a row. With ``avoiding``,
     the probes first look past one image, then again at every image."""
-    lock = " FOR UPDATE OF q SKIP LOCKED" if vendor == "postgresql" else ""
+    lock = " FOR NO KEY UPDATE OF q SKIP LOCKED" if vendor == "postgresql" else ""
     pool, rank, key, image = (column(CaptionPair, name) for name in ("pool", "assign_rank", "order_key", "image"))
     seen_rater, seen_pair, seen_stage = (column(Assignment, name) for name in ("rater", "pair", "stage"))
 
@@ -220,7 +221,7 @@ def _claim_statement(vendor: str, avoiding: bool) -> Statement:
     # The outer read locks the row again (it holds the lock already): in READ COMMITTED that makes
     # it return the row's latest version, as the probe saw it, not the statement's snapshot, which
     # a rating committed meanwhile may have overtaken (its counters would then be stale).
-    relock = " FOR UPDATE OF p" if vendor == "postgresql" else ""
+    relock = " FOR NO KEY UPDATE OF p" if vendor == "postgresql" else ""
     sql = (
         f"SELECT {PAIR.select('p')}, {IMAGE.select('i')} "  # noqa: S608 - names from the models
         f'FROM {table(CaptionPair)} p JOIN {table(Image)} i ON i."id" = p.{image} '
@@ -246,7 +247,11 @@ def claim_avoiding(vendor: str) -> Statement:
 
 def claim_query(*, rater: AbstractBaseUser, skip_locked: bool = True) -> QuerySet:
     """Open game pairs this rater was never served, row-locked (the waiting claim's lock)."""
-    return serving_order(rater).select_related("image").select_for_update(skip_locked=skip_locked, of=("self",))
+    return (
+        serving_order(rater)
+        .select_related("image")
+        .select_for_update(skip_locked=skip_locked, of=("self",), no_key=True)
+    )
 
 
 def serving_order(rater: AbstractBaseUser) -> QuerySet:
@@ -265,7 +270,7 @@ def assignments_release_expired(*, now: datetime, limit: int = 20) -> int:
     released = 0
     for assignment_id, pair_id in expired:
         with transaction.atomic():
-            pair = CaptionPair.objects.select_for_update(skip_locked=True).filter(pk=pair_id).first()
+            pair = CaptionPair.objects.select_for_update(skip_locked=True, no_key=True).filter(pk=pair_id).first()
             if pair is None:
                 continue
             # Conditional UPDATE under the pair lock: a submission racing with this sweep

@@ -189,7 +189,7 @@ def _rate(
         lock_ids = {pair_id for _, pair_id, stage in in_window if stage == GAME}
         if not control:
             lock_ids.add(pair.id)
-        locked = CaptionPair.objects.select_for_update().filter(pk__in=sorted(lock_ids)).order_by("id")
+        locked = CaptionPair.objects.select_for_update(no_key=True).filter(pk__in=sorted(lock_ids)).order_by("id")
         if not control:
             pair = sql.PAIR.of(next(found for found in locked if found.pk == pair.id))
         else:

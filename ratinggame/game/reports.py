@@ -58,7 +58,8 @@ def pair_report(
     if len(text) > REPORT_MAX_CHARS:
         raise ReportRefused(f"Keep it under {REPORT_MAX_CHARS} characters.")
     with transaction.atomic():
-        RaterProfile.objects.select_for_update().filter(user=rater).first()  # one request of a rater at a time
+        # One request of a rater at a time.
+        RaterProfile.objects.select_for_update(no_key=True).filter(user=rater).first()
         assignment = Assignment.objects.open(now).filter(pk=assignment_id, rater=rater).select_related("pair").first()
         if assignment is None:
             raise ReportRefused("This pair is no longer open: the report was not filed.")
@@ -77,7 +78,7 @@ def pair_report(
                 )
         except IntegrityError:
             raise ReportRefused("You have reported this pair already: staff will look at it.") from None
-        pair = CaptionPair.objects.select_for_update().get(pk=assignment.pair_id)
+        pair = CaptionPair.objects.select_for_update(no_key=True).get(pk=assignment.pair_id)
         if skip and Assignment.objects.filter(pk=assignment.pk, holds_slot=True).update(
             holds_slot=False, expires_at=now
         ):
@@ -107,7 +108,7 @@ def reports_resolve(
         raise ReportRefused("A note is required: say what you found.")
     now = now or timezone.now()
     with transaction.atomic():
-        pair = CaptionPair.objects.select_for_update().get(pk=pair.pk)
+        pair = CaptionPair.objects.select_for_update(no_key=True).get(pk=pair.pk)
         closed = PairReport.objects.filter(pair=pair, resolved_at__isnull=True).update(
             resolved_at=now,
             resolved_by=actor,

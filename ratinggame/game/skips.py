@@ -59,7 +59,7 @@ def pair_skip(*, rater: AbstractBaseUser, assignment_id: object, now: datetime |
             raise RatingRejected("skip_limit", _limit_message(profile.game_serves), 409)
         closing = Assignment.objects.filter(pk=assignment.pk)
         if assignment.stage == Pool.GAME:
-            pair = CaptionPair.objects.select_for_update().get(pk=assignment.pair_id)
+            pair = CaptionPair.objects.select_for_update(no_key=True).get(pk=assignment.pair_id)
             # Conditional, under the pair lock, as the expiry sweep does: a slot is given back once.
             if closing.filter(holds_slot=True).update(holds_slot=False):
                 pair.in_flight = max(pair.in_flight - 1, 0)

@@ -221,7 +221,13 @@ def statement(builder: Callable[[str], Statement]) -> Callable[[], Statement]:
 
 
 def _lock(vendor: str, of: str) -> str:
-    return f" FOR UPDATE OF {of}" if vendor == "postgresql" else ""
+    """Every row lock of the project is FOR NO KEY UPDATE (``select_for_update(no_key=True)`` in
+    the ORM): it excludes every other writer of the row, but not the FOR KEY SHARE lock that a
+    foreign key's check takes at another transaction's commit. With FOR UPDATE, a rater whose
+    rating of a control pair holds that pair while its drift rule waits for a game pair would
+    deadlock with the rater rating that game pair, whose new assignment to the same control pair
+    waits at commit for the key-share lock (PostgreSQL breaks it after deadlock_timeout)."""
+    return f" FOR NO KEY UPDATE OF {of}" if vendor == "postgresql" else ""
 
 
 def _group_names(vendor: str, user: str) -> str:

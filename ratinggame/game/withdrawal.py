@@ -29,7 +29,7 @@ def rater_withdraw(*, user: AbstractBaseUser, now: datetime | None = None) -> in
     """Withdraw ``user`` from the study (see the module docstring); returns how many ratings stopped counting."""
     now = now or timezone.now()
     with transaction.atomic():
-        profile, _ = RaterProfile.objects.select_for_update().get_or_create(user=user)
+        profile, _ = RaterProfile.objects.select_for_update(no_key=True).get_or_create(user=user)
         ids = list(Rating.objects.filter(rater=user, excluded=False).values_list("id", flat=True))
         excluded = ratings_exclude(rating_ids=ids, reason=WITHDRAWN_REASON)
         Assignment.objects.open(now).filter(rater=user).update(expires_at=now)

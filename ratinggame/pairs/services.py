@@ -83,7 +83,7 @@ def pair_content_frozen(*, pair_id: int, lock: bool = False) -> bool:
     lands between this answer and the caller's write.
     """
     if lock:
-        list(CaptionPair.objects.select_for_update().filter(pk=pair_id).values_list("pk", flat=True))
+        list(CaptionPair.objects.select_for_update(no_key=True).filter(pk=pair_id).values_list("pk", flat=True))
     return Rating.objects.filter(pair_id=pair_id).exists() or Assignment.objects.open().filter(pair_id=pair_id).exists()
 
 
@@ -111,7 +111,7 @@ def pair_pool_changed(*, pair_id: int) -> str:
     Returns the note of ``pairs_created`` ("" when nothing waits).
     """
     with transaction.atomic():
-        pair = CaptionPair.objects.select_for_update().get(pk=pair_id)
+        pair = CaptionPair.objects.select_for_update(no_key=True).get(pk=pair_id)
         pair_rank_refresh(pair)
         pair.save(update_fields=["assign_rank"])
     note = ""

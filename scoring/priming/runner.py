@@ -30,7 +30,10 @@ and the admin's "Retry priming" action, never by the sweep.
 Idempotence: a pair is claimed by a conditional UPDATE (pending -> running, or a running
 claim older than PRIMING_STALE_SECONDS) and its primes are written in one transaction with
 the pair row locked, only while the claim is still ours; the unique (pair, slot) constraint
-backs this up. A re-run or duplicate message therefore never adds a third prime.
+backs this up. A re-run or duplicate message therefore never adds a third prime. On PostgreSQL
+a chunk's claim (with its rows) and a batch's store are one statement each
+(scoring.priming.store); elsewhere (SQLite) they go through portable queries, under the same
+conditions.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ from scoring.priming import calibration
 from scoring.priming.calibration_service import current_calibration
 from scoring.priming.registry import PrimingModels
 from scoring.priming.scorer import PrimingPair, RawScore, Scorer, ScorerLoadError
+from scoring.priming.store import batch_store, claim_rows
 
 if TYPE_CHECKING:
     from scoring.models import Calibration
@@ -104,7 +108,7 @@ def claim(pair_ids: Iterable[int], include_failed: bool = False) -> tuple[list[i
     with transaction.atomic():
         query = CaptionPair.objects.filter(claimable(include_failed), pk__in=ids)
         if connection.features.has_select_for_update_skip_locked:
-            query = query.select_for_update(skip_locked=True)
+            query = query.select_for_update(skip_locked=True, no_key=True)
         candidates = list(query.values_list("pk", flat=True))
         CaptionPair.objects.filter(claimable(include_failed), pk__in=candidates).update(
             priming_status=PrimingStatus.RUNNING, priming_claimed_at=now, priming_error=""
@@ -147,18 +151,43 @@ def note_no_model(pair_ids: list[int]) -> int:
 def priming_pairs(pair_ids: list[int]) -> list[PrimingPair]:
     """The pairs to score, by id. Plain rows, not model instances: at a GPU's pace the ORM's
     instances of a pair and its image would cost more than the scoring."""
-    storage = Image._meta.get_field("file").storage
     rows = (
         CaptionPair.objects.filter(pk__in=pair_ids)
         .order_by("pk")
         .values_list("pk", "image__sha256", "image__file", "caption", "references")
     )
-    return [
-        PrimingPair(
-            pk=pk, image_key=sha, load_image=stored_image(storage, name), caption=caption, references=tuple(refs or ())
+    return _pairs_of(rows)
+
+
+def _pairs_of(rows: Iterable[tuple], references_stored: Callable | None = None) -> list[PrimingPair]:
+    """PrimingPairs of (id, image sha256, image file name, caption, references) rows;
+    ``references_stored`` reads references as the database returned them (JSON text)."""
+    storage = Image._meta.get_field("file").storage
+    pairs = []
+    for pk, sha, name, caption, refs in rows:
+        if references_stored is not None and refs is not None:
+            refs = references_stored(refs)
+        pairs.append(
+            PrimingPair(
+                pk=pk,
+                image_key=sha,
+                load_image=stored_image(storage, name),
+                caption=caption,
+                references=tuple(refs or ()),
+            )
         )
-        for pk, sha, name, caption, refs in rows
-    ]
+    return pairs
+
+
+def _references_stored() -> Callable:
+    """Reads CaptionPair.references as a raw cursor returns it (JSON text with psycopg2)."""
+    field = CaptionPair._meta.get_field("references")
+    return lambda value: field.from_db_value(value, None, connection)
+
+
+def fast_path() -> bool:
+    """Whether claims and stores take scoring.priming.store's one-statement path (PostgreSQL)."""
+    return connection.vendor == "postgresql"
 
 
 def _test_sleep() -> float:
@@ -170,20 +199,29 @@ class _Claims:
     """Claims pairs a chunk at a time, hands them out a batch at a time, and remembers which
     claimed pairs are not finished yet, to give them back on an interruption."""
 
-    def __init__(self, ids: list[int], batch_size: int, include_failed: bool, chunk: int | None) -> None:
+    def __init__(self, ids: list[int], batch_size: int, include_failed: bool, chunk: int | None, fast: bool) -> None:
         self.ids = ids
         self.batch_size = batch_size
         self.include_failed = include_failed
         self.chunk = chunk or max(len(ids), 1)
+        self.fast = fast
         self.open: dict[datetime, set[int]] = {}
 
-    def batches(self) -> Iterator[tuple[list[int], datetime]]:
+    def batches(self) -> Iterator[tuple[list[int], datetime, list[PrimingPair] | None]]:
+        """(ids, claim time, pairs) of each batch; pairs None: read them with priming_pairs."""
         for start in range(0, len(self.ids), self.chunk):
-            claimed, claimed_at = claim(self.ids[start : start + self.chunk], self.include_failed)
+            chunk = self.ids[start : start + self.chunk]
+            if self.fast:
+                claimed_at = timezone.now()
+                pairs = _pairs_of(claim_rows(chunk, claimable(self.include_failed), claimed_at), _references_stored())
+                claimed = [pair.pk for pair in pairs]
+            else:
+                claimed, claimed_at = claim(chunk, self.include_failed)
             if claimed:
                 self.open[claimed_at] = set(claimed)
             for offset in range(0, len(claimed), self.batch_size):
-                yield claimed[offset : offset + self.batch_size], claimed_at
+                batch = pairs[offset : offset + self.batch_size] if self.fast else None
+                yield claimed[offset : offset + self.batch_size], claimed_at, batch
 
     def finished(self, ids: list[int], claimed_at: datetime) -> None:
         self.open[claimed_at].difference_update(ids)
@@ -205,6 +243,7 @@ def run_priming(
     include_failed: bool = False,
     progress: Callable[[int], None] | None = None,
     claim_chunk: int | None = None,
+    fast: bool | None = None,
 ) -> dict[str, int]:
     """Prime the claimable pairs among ``pair_ids``; returns counts (primed, failed, skipped, waiting).
 
@@ -221,6 +260,9 @@ def run_priming(
     no database (it reads image files), storing no model, so on a GPU worker the database
     writes hide behind the forward passes. An interruption (time limit, SIGTERM, Ctrl-C)
     gives the claimed pairs that are not stored back at once (pending).
+
+    ``fast`` (default: on PostgreSQL) claims, reads and stores with scoring.priming.store's
+    statements, one per chunk and one per batch; off, with the portable queries.
     """
     models = models or PrimingModels.from_settings()
     batch_size = batch_size or models.batch_size
@@ -229,7 +271,8 @@ def run_priming(
     if not models.configured:
         counts["waiting"] = note_no_model(ids)
         return counts
-    claims = _Claims(ids, batch_size, include_failed, claim_chunk)
+    fast = fast_path() if fast is None else fast
+    claims = _Claims(ids, batch_size, include_failed, claim_chunk, fast)
     batches = claims.batches()
     first = next(batches, None)
     if first is None:
@@ -244,14 +287,14 @@ def run_priming(
     calibrations = _Calibrations()
     try:
         waiting: tuple | None = None  # the batch being scored: (ids, claimed_at, pairs, future)
-        for batch_ids, claimed_at in itertools.chain([first], batches):
-            pairs = priming_pairs(batch_ids)
+        for batch_ids, claimed_at, read in itertools.chain([first], batches):
+            pairs = priming_pairs(batch_ids) if read is None else read
             scored = scoring.submit(lambda pairs=pairs: [scorer.score_pairs(pairs) for scorer in scorers])
             if waiting is not None:
-                _finish(waiting, scorers, calibrations, claims, counts, progress)
+                _finish(waiting, scorers, calibrations, claims, counts, progress, fast)
             waiting = (batch_ids, claimed_at, pairs, scored)
         if waiting is not None:
-            _finish(waiting, scorers, calibrations, claims, counts, progress)
+            _finish(waiting, scorers, calibrations, claims, counts, progress, fast)
     except BaseException:
         # Retry / time limit / shutdown: hand the unfinished claims back at once.
         try:
@@ -267,10 +310,16 @@ def run_priming(
 
 
 def _finish(
-    waiting: tuple, scorers: list[Scorer], calibrations: _Calibrations, claims: _Claims, counts: dict, progress
+    waiting: tuple,
+    scorers: list[Scorer],
+    calibrations: _Calibrations,
+    claims: _Claims,
+    counts: dict,
+    progress,
+    fast: bool,
 ) -> None:
     batch_ids, claimed_at, pairs, scored = waiting
-    result = _store_batch(scorers, calibrations, pairs, scored.result(), claimed_at)
+    result = _store_batch(scorers, calibrations, pairs, scored.result(), claimed_at, fast=fast)
     for key in counts:
         counts[key] += result[key]
     claims.finished(batch_ids, claimed_at)
@@ -316,13 +365,16 @@ def _store_batch(
     pairs: list[PrimingPair],
     scores: list[list[RawScore]],
     claimed_at: datetime,
+    *,
+    fast: bool,
 ) -> dict[str, int]:
     """Fill the two slots of each pair and store the batch's primes in one transaction.
 
     A scorer's error leaves that scorer out for the pair (logged); the pair fails only when no
     scorer scored it (its first error, e.g. an undecodable image, is recorded). Under the row
     locks of the batch's pairs, only pairs still claimed by us and without primes are written:
-    their ModelRating rows in one INSERT, ``pair.primes`` and status in one UPDATE.
+    ``fast``, in one statement (scoring.priming.store.batch_store); otherwise their ModelRating
+    rows in one INSERT and ``pair.primes`` and status in one UPDATE, in a transaction.
     """
     counts = _counts()
     failures: dict[str, list[int]] = {}
@@ -344,11 +396,36 @@ def _store_batch(
         time.sleep(sleep)
     if not slots:
         return counts
+    primed = (
+        batch_store(_rating_columns(calibrations, slots), claimed_at)
+        if fast
+        else _store_portable(calibrations, slots, claimed_at)
+    )
+    counts["primed"] += primed
+    counts["skipped"] += len(slots) - primed
+    return counts
 
+
+def _rating_columns(calibrations: _Calibrations, slots: dict[int, list[tuple[Scorer, RawScore]]]) -> list[list]:
+    """The ModelRating rows of every pair's two slots, as store.RATING_FIELDS columns."""
+    slotted = [(pk, slot, *chosen) for pk, pair_slots in slots.items() for slot, chosen in enumerate(pair_slots, 1)]
+    values = calibrations.apply([(scorer, score.value) for _, _, scorer, score in slotted])
+    rows = [
+        (pk, slot, scorer.identity, scorer.metric, score.value, value, score.explanation, calibrations.of(scorer).pk)
+        for (pk, slot, scorer, score), value in zip(slotted, values, strict=True)
+    ]
+    return [list(column) for column in zip(*rows, strict=True)]
+
+
+def _store_portable(
+    calibrations: _Calibrations, slots: dict[int, list[tuple[Scorer, RawScore]]], claimed_at: datetime
+) -> int:
+    """The batch's primes in a transaction: a locking SELECT of the pairs still ours, an INSERT
+    and an UPDATE (cut to the backend's parameter limit); returns how many pairs were written."""
     with transaction.atomic():
         # Reclaimed by another worker (ours went stale) or already primed: left alone.
         mine = list(
-            CaptionPair.objects.select_for_update()
+            CaptionPair.objects.select_for_update(no_key=True)
             .filter(pk__in=list(slots), priming_status=PrimingStatus.RUNNING, priming_claimed_at=claimed_at)
             .exclude(Exists(ModelRating.objects.filter(pair=OuterRef("pk"))))
             .order_by("pk")
@@ -367,9 +444,7 @@ def _store_batch(
         for (pk, *_), value in zip(slotted, values, strict=True):
             primes.setdefault(pk, []).append(value)
         _primes_write(primes)
-    counts["primed"] += len(mine)
-    counts["skipped"] += len(slots) - len(mine)
-    return counts
+    return len(mine)
 
 
 # The ModelRating rows and pair.primes of a batch are written in SQL, not through bulk_create and

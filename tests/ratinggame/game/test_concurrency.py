@@ -312,3 +312,58 @@ def test_a_waiting_claim_holds_no_lock_of_a_pair_whose_stored_rank_was_stale():
         assert game_pair_claim(rater_id=user.pk, start=0, wait=True)[0].id == good.pk
         # While this transaction holds its claim, the stale pair it passed over is free.
         assert run_at_once(lock_stale_pair, 1) == [True]
+
+
+def test_a_drift_rule_waiting_for_a_game_pair_does_not_deadlock_with_a_serve_of_its_control_pair():
+    """Rater A rates a control pair (its row locked by the assignment's read) and the drift rule
+    then excludes A's rating of a game pair that rater B is rating right now; B's rating serves B
+    the same control pair, and B's commit checks that assignment's foreign key (a key-share lock
+    on the control pair). With FOR UPDATE locks each waits for the other until PostgreSQL breaks
+    the deadlock (one of them fails); with FOR NO KEY UPDATE both finish."""
+    from ratinggame.game import sql
+    from ratinggame.game.aggregates import ratings_exclude
+    from tests.factories import ControlPairFactory
+
+    (game_pair,) = game_pairs(1)
+    seed_ratings(game_pair, [4])
+    rating_of_a = Rating.objects.get(pair=game_pair)
+    user_a = rating_of_a.rater
+    control = ControlPairFactory(expert_rating=3)
+    user_b = rater(RaterState.GAME)
+    now = T0
+    control_of_a = Assignment.objects.create(
+        rater=user_a, pair=control, stage=Pool.CONTROL, served_at=now, expires_at=now + timedelta(hours=1)
+    )
+    game_of_b = Assignment.objects.create(
+        rater=user_b, pair=game_pair, stage=Pool.GAME, served_at=now, expires_at=now + timedelta(hours=1)
+    )
+    a_holds_control, b_committing = threading.Event(), threading.Event()
+
+    def rater_a(_: int) -> str:
+        from django.db import transaction
+
+        with transaction.atomic():
+            sql.assignment_locking_pair().fetchone(control_of_a.id)
+            a_holds_control.set()
+            assert b_committing.wait(10)
+            time.sleep(0.3)  # B is at its commit
+            ratings_exclude(rating_ids=[rating_of_a.id], reason="drift")
+        return "a done"
+
+    def rater_b(_: int) -> str:
+        from django.db import transaction
+
+        assert a_holds_control.wait(10)
+        with transaction.atomic():
+            sql.assignment_locking_pair().fetchone(game_of_b.id)
+            Assignment.objects.create(
+                rater=user_b, pair=control, stage=Pool.CONTROL, served_at=now, expires_at=now + timedelta(hours=1)
+            )
+            b_committing.set()
+        return "b done"
+
+    results = run_at_once(lambda index: (rater_a, rater_b)[index](index), 2)
+
+    assert results == ["a done", "b done"]
+    assert Rating.objects.get(pk=rating_of_a.pk).excluded
+    assert Assignment.objects.filter(rater=user_b, pair=control).count() == 1

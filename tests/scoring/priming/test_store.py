@@ -1,0 +1,183 @@
+"""The PostgreSQL claims and batch stores of the priming runner (scoring.priming.store).
+
+The fast path must write what the portable path (the one SQLite takes) writes, and keep its
+guarantees: only pairs still claimed by this run and without primes are written, and a claim
+takes exactly the pairs ``claimable`` selects. Scorers here are stand-ins with chosen scores
+(no model): the statements are under test, not the scoring.
+"""
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from ratinggame.models import CaptionPair, Pool, PrimingStatus
+from scoring.models import ModelRating
+from scoring.priming import runner
+from scoring.priming.scorer import PrimingPair, RawScore
+from scoring.priming.store import array_literal, batch_store, claim_rows
+from tests.factories import ImageFactory
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
+
+
+class ChosenScores:
+    """A scorer whose raw score of each pair is given (None: does not apply; an error text: fails)."""
+
+    explains = True
+    refit = True
+
+    def __init__(self, metric: str, identity: str, scores: dict[int, float | str | None], explanation: str) -> None:
+        self.metric, self.label, self.identity = metric, metric, identity
+        self.scores, self.explanation = scores, explanation
+
+    def score_pairs(self, pairs: list[PrimingPair]) -> list[RawScore]:
+        out = []
+        for pair in pairs:
+            score = self.scores[pair.pk]
+            if isinstance(score, str):
+                out.append(RawScore(error=score))
+            else:
+                out.append(RawScore(value=score, explanation=self.explanation if score is not None else ""))
+        return out
+
+
+def game_pairs(count: int, pool: str = Pool.GAME) -> list[CaptionPair]:
+    image = ImageFactory()
+    return [
+        CaptionPair.objects.create(image=image, caption=f"caption {n}", pool=pool, priming_status=PrimingStatus.PENDING)
+        for n in range(count)
+    ]
+
+
+def stored(ids: list[int]) -> tuple[list, list]:
+    """What a store leaves: every field of the pairs' ModelRating rows but their id and time, and
+    the pairs' primes (as the database holds the JSON), status and error."""
+    ratings = list(
+        ModelRating.objects.filter(pair_id__in=ids)
+        .order_by("pair_id", "slot")
+        .values_list("pair_id", "slot", "model_identity", "metric", "raw_score", "value", "explanation", "calibration")
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id, primes::text, priming_status, priming_error FROM {CaptionPair._meta.db_table} "  # noqa: S608 - names from the model
+            "WHERE id = ANY(%s) ORDER BY id",
+            [ids],
+        )
+        pairs = cursor.fetchall()
+    return ratings, pairs
+
+
+def test_the_postgresql_batch_store_writes_what_the_portable_path_writes(require_postgres):
+    pairs = game_pairs(6)
+    ids = [p.pk for p in pairs]
+    # Pair 0: both scorers; 1: only the first applies; 2: the second fails, so it is left out; 3: no
+    # scorer scores it (it fails); 4, 5: scores that a calibration clips, and odd explanation text.
+    first = ChosenScores(
+        "clip_s",
+        "stand-in A",
+        dict(zip(ids, [0.61, 0.8, 0.7, None, 0.2, 1.7], strict=True)),
+        'a "quoted", {braced} \\ back\nslashed explanation',
+    )
+    second = ChosenScores(
+        "ref_clip_s", "stand-in B", dict(zip(ids, [0.9, None, "boom", "broken", 0.55, 0.75], strict=True)), ""
+    )
+    scorers = [first, second]
+    claimed, claimed_at = runner.claim(ids)
+    assert claimed == ids
+    batch = runner.priming_pairs(ids)
+    scores = [scorer.score_pairs(batch) for scorer in scorers]
+
+    results, states = {}, {}
+    for fast in (False, True):
+        results[fast] = runner._store_batch(scorers, runner._Calibrations(), batch, scores, claimed_at, fast=fast)
+        states[fast] = stored(ids)
+        ModelRating.objects.filter(pair_id__in=ids).delete()
+        CaptionPair.objects.filter(pk__in=ids).update(
+            priming_status=PrimingStatus.RUNNING, priming_claimed_at=claimed_at, primes=[], priming_error=""
+        )
+
+    assert results[True] == results[False] == {"primed": 5, "failed": 1, "skipped": 0, "waiting": 0}
+    assert states[True] == states[False]
+    ratings, pair_rows = states[True]
+    assert len(ratings) == 10 and {row[6] for row in ratings} == {"", first.explanation}
+    assert [row[2] for row in pair_rows] == ["done", "done", "done", "failed", "done", "done"]
+
+
+def test_a_batch_whose_pairs_another_run_took_is_not_written(require_postgres):
+    pairs = game_pairs(4)
+    ids = [p.pk for p in pairs]
+    claimed_at = timezone.now()
+    assert [row[0] for row in claim_rows(ids, runner.claimable(), claimed_at)] == ids
+    # Our claim went stale and another run claimed pairs 0 and 1 again; pair 2 got its primes meanwhile.
+    later = claimed_at + timedelta(minutes=20)
+    CaptionPair.objects.filter(pk__in=ids[:2]).update(priming_claimed_at=later)
+    ModelRating.objects.create(
+        pair_id=ids[2], slot=1, model_identity="other run", metric="clip_s", raw_score=1, value=5
+    )
+    columns = [
+        [pk for pk in ids for _ in (1, 2)],
+        [1, 2] * 4,
+        ["stand-in"] * 8,
+        ["clip_s"] * 8,
+        [0.75] * 8,
+        [3.0] * 8,
+        [""] * 8,
+        [None] * 8,
+    ]
+    assert batch_store(columns, claimed_at) == 1
+    after = {
+        pk: (status, at, primes)
+        for pk, status, at, primes in CaptionPair.objects.filter(pk__in=ids).values_list(
+            "pk", "priming_status", "priming_claimed_at", "primes"
+        )
+    }
+    assert after[ids[0]] == after[ids[1]] == (PrimingStatus.RUNNING, later, [])
+    assert after[ids[2]] == (PrimingStatus.RUNNING, claimed_at, [])
+    assert after[ids[3]] == (PrimingStatus.DONE, claimed_at, [3.0, 3.0])
+    assert list(
+        ModelRating.objects.filter(pair_id__in=ids).values_list("pair_id", "model_identity").order_by("pk")
+    ) == [
+        (ids[2], "other run"),
+        (ids[3], "stand-in"),
+        (ids[3], "stand-in"),
+    ]
+
+
+@pytest.mark.parametrize("include_failed", [False, True])
+def test_a_postgresql_claim_takes_the_pairs_claimable_selects(require_postgres, settings, include_failed):
+    pending, fresh, stale, failed, done = game_pairs(5)
+    (tutorial,) = game_pairs(1, pool=Pool.TUTORIAL)
+    long_ago = timezone.now() - runner.stale_after() - timedelta(seconds=60)
+    CaptionPair.objects.filter(pk=fresh.pk).update(
+        priming_status=PrimingStatus.RUNNING, priming_claimed_at=timezone.now()
+    )
+    CaptionPair.objects.filter(pk=stale.pk).update(priming_status=PrimingStatus.RUNNING, priming_claimed_at=long_ago)
+    CaptionPair.objects.filter(pk=failed.pk).update(priming_status=PrimingStatus.FAILED, priming_error="earlier")
+    CaptionPair.objects.filter(pk=done.pk).update(priming_status=PrimingStatus.DONE)
+    ids = [p.pk for p in (pending, fresh, stale, failed, done, tutorial)]
+    expected = sorted(
+        CaptionPair.objects.filter(runner.claimable(include_failed), pk__in=ids).values_list("pk", flat=True)
+    )
+    assert len(expected) == 2 + include_failed  # pending and stale (and failed)
+    now = timezone.now()
+    rows = claim_rows(ids, runner.claimable(include_failed), now)
+    assert [row[0] for row in rows] == expected
+    image = pending.image
+    assert rows[0][1:] == (image.sha256, image.file.name, pending.caption, "[]")
+    claimed = CaptionPair.objects.filter(pk__in=expected)
+    assert set(claimed.values_list("priming_status", "priming_claimed_at", "priming_error")) == {
+        (PrimingStatus.RUNNING, now, "")
+    }
+
+
+def test_array_literals_read_back_as_the_values(require_postgres):
+    texts = ['a "quoted" word', "back\\slash", "two\nlines", "{braces}, commas", "", "NULL"]
+    numbers = [0.1 + 0.2, 1e-300, -3.5, 5.0]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT %s::text[], %s::float8[], %s::bigint[]",
+            [array_literal(texts), array_literal(numbers), array_literal([1, None, 2**40])],
+        )
+        assert cursor.fetchone() == (texts, numbers, [1, None, 2**40])
