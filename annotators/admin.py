@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from annotators.models import Dispute, ProbationRound, RaterAction, RaterProfile
+from annotators.roles import ReadOnlyAdmin
 
 # Fields of RaterProfile that only the game and the logged staff actions may change.
 PROFILE_AUDITED_FIELDS = (
@@ -27,19 +28,6 @@ PROFILE_AUDITED_FIELDS = (
     "window_points",
 )
 DISPUTE_AUDITED_FIELDS = ("status", "points_restored", "resolved_by", "resolved_at", "resolution_note")
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """A model shown in the admin to read and search only: rows that services alone write."""
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(RaterProfile)

@@ -1,9 +1,10 @@
 """The three roles (SPEC: annotators play, researchers export, admins monitor) as Django groups,
-and the decorators of the pages each role may open."""
+the decorators of the pages each role may open, and the admin of rows no one may edit by hand."""
 
 import functools
 from collections.abc import Callable
 
+from django.contrib import admin
 from django.contrib.auth.models import Group
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
@@ -97,3 +98,16 @@ def _page_for(allowed: Callable[[object], bool], refusal: str) -> Callable[[View
 staff_required = _page_for(is_admin, "Staff only.")
 # The research pages (imports, exports): researchers and admins (``is_researcher``).
 researcher_required = _page_for(is_researcher, "Researchers only.")
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """A model shown in the admin to read and search only: rows that services alone write."""
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False

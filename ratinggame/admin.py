@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
 
-from annotators.admin import ReadOnlyAdmin
+from annotators.roles import ReadOnlyAdmin
 from ratinggame.models import Assignment, CaptionPair, Image, ImportJob, Rating
 from ratinggame.pairs.derivatives import display_image
 from ratinggame.pairs.images import ImageRejected, check_image_bytes, read_limited

@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from annotators.roles import ReadOnlyAdmin
 from ratinggame.models import Assignment
 from scoring.models import Calibration, ExportJob, ModelRating, PredictorRun
 
@@ -11,7 +12,7 @@ class CalibrationAdmin(admin.ModelAdmin):
 
 
 @admin.register(ModelRating)
-class ModelRatingAdmin(admin.ModelAdmin):
+class ModelRatingAdmin(ReadOnlyAdmin):
     """Model primes, to read only: a pair's ``primes`` (what its raters were scored against) are
     written with these rows by the priming worker alone (``scoring.priming.runner``), so a prime
     added, changed or deleted here would leave the pair and its exports out of step."""
@@ -24,16 +25,6 @@ class ModelRatingAdmin(admin.ModelAdmin):
     def get_queryset(self, request):
         # SPEC 5: not the primes of the pair a staff member is rating right now.
         return super().get_queryset(request).exclude(pair_id__in=Assignment.objects.pairs_held_by(request.user))
-
-    # annotators.admin.ReadOnlyAdmin says the same; scoring does not import annotators' pages.
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(PredictorRun)
