@@ -34,7 +34,7 @@ django.setup()
 from django.conf import settings  # noqa: E402
 
 from ratinggame.game import sql  # noqa: E402
-from ratinggame.game.assignment import assign_rank_for, claim_statement_and_params, order_start  # noqa: E402
+from ratinggame.game.assignment import claim_statement_and_params, order_start, pair_rank_refresh  # noqa: E402
 
 VENDOR = "postgresql"
 RATER = sql.STATEMENTS["rater_by_token"](VENDOR).sql
@@ -66,16 +66,6 @@ def _cursor():
     return _connection.cursor()
 
 
-def _rank(pair: sql.PairRow) -> int | None:
-    return assign_rank_for(
-        human_count=pair.human_count,
-        human_sum=pair.human_sum,
-        human_sumsq=pair.human_sumsq,
-        in_flight=pair.in_flight,
-        withdrawn=pair.withdrawn_at is not None,
-    )
-
-
 def _claim(cursor, profile: sql.ProfileRow, avoid_image: int | None):
     """The next pair of the rater's order, locked and counted (the game's claim statement)."""
     statement, params = claim_statement_and_params(
@@ -87,7 +77,7 @@ def _claim(cursor, profile: sql.ProfileRow, avoid_image: int | None):
         return None
     pair = sql.PAIR.read(row[: sql.PAIR.width])
     pair.in_flight += 1
-    pair.assign_rank = _rank(pair)
+    pair_rank_refresh(pair)
     return pair
 
 
@@ -124,7 +114,7 @@ def _submit(cursor, profile: sql.ProfileRow, assignment_id: int, value: int, now
         pair.human_sumsq + value * value,
     )
     pair.in_flight = max(pair.in_flight - 1, 0)
-    pair.assign_rank = _rank(pair)
+    pair_rank_refresh(pair)
     following = _claim(cursor, profile, pair.image_id)
     if following is None:
         return 409, {"code": "none_left"}
