@@ -159,7 +159,7 @@ GET_TABLE = {
     # CaptionPair has no page on the site: nothing to view.
     "admin/r/<path:content_type_id>/<path:object_id>/": (ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, 404),
     "admin/auth/user/<id>/password/": DJANGO_ADMIN,
-    "admin/^(?P<app_label>auth|authtoken|annotators|ratinggame|scoring)/$": DJANGO_ADMIN,
+    "admin/^(?P<app_label>annotators|auth|authtoken|ratinggame|scoring)/$": DJANGO_ADMIN,
     "admin/(?P<url>.*)$": (ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, 404),
 }
 # Every registered model's admin pages (changelist, add, change, delete, history; the bare
@@ -266,7 +266,7 @@ WRITE_BODIES = {
 # URLs for the regular-expression patterns (which have no converters to fill).
 REGEX_URLS = {
     "api/^(?P<path>.*)$": "/api/no/such/endpoint",
-    "admin/^(?P<app_label>auth|authtoken|annotators|ratinggame|scoring)/$": "/admin/ratinggame/",
+    "admin/^(?P<app_label>annotators|auth|authtoken|ratinggame|scoring)/$": "/admin/ratinggame/",
     "admin/(?P<url>.*)$": "/admin/no-such-page/",
 }
 
@@ -277,7 +277,16 @@ def walk(patterns, prefix: str = ""):
         if isinstance(entry, URLResolver):
             yield from walk(entry.url_patterns, prefix + str(entry.pattern))
         elif isinstance(entry, URLPattern):
-            yield prefix + str(entry.pattern), entry
+            yield _app_labels_sorted(prefix + str(entry.pattern)), entry
+
+
+APP_LABELS = re.compile(r"\(\?P<app_label>([a-z_|]+)\)")
+
+
+def _app_labels_sorted(route: str) -> str:
+    """The admin's app index lists its apps in the order their admin modules registered a model,
+    which follows the import order of those modules, not anything a user sees: sorted here."""
+    return APP_LABELS.sub(lambda m: "(?P<app_label>" + "|".join(sorted(m[1].split("|"))) + ")", route)
 
 
 ADMIN_MODEL = re.compile(r"^admin/(?P<app>[a-z_]+)/(?P<model>[a-z_]+)/(?P<rest>.*)$")
