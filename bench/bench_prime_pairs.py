@@ -35,6 +35,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -277,6 +278,7 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=None, help="image rows (default: pairs / 1.6)")
     parser.add_argument("--files", type=int, default=4000, help="distinct JPEG files at most")
     parser.add_argument("--db-pairs", type=int, default=100_000, help="pairs of each database-side run (d)")
+    parser.add_argument("--db-repeat", type=int, default=1, help="runs of (d) on each path (the median is printed)")
     parser.add_argument("--db-batch-size", type=int, default=256, help="batch size of the database-side runs (d)")
     parser.add_argument("--resume-pairs", type=int, default=20_000, help="pairs of the kill-and-resume run, at most")
     parser.add_argument("--kill-at", type=float, default=0.3, help="share primed when the first run is killed")
@@ -326,18 +328,25 @@ def main() -> None:
             print(f"schema, model and {files} JPEG files of 640x480 in {time.perf_counter() - started:.0f} s")
         # (d) first: the command primes every pending pair, so the measured pairs come after it.
         d_images = max(1, args.db_pairs // 2)
+        first_image = 0
         if args.db_pairs:
             print(f"load average before (d): {os.getloadavg()}")
-            d_portable = database_side(args.db_pairs, d_images, files, 0, args.db_batch_size, fast=False)
-            d = database_side(args.db_pairs, d_images, files, d_images, args.db_batch_size, fast=True)
+            fast, portable = [], []
+            for _ in range(args.db_repeat):  # interleaved: the machine's drifts fall on both paths
+                for path, runs in ((False, portable), (True, fast)):
+                    runs.append(database_side(args.db_pairs, d_images, files, first_image, args.db_batch_size, path))
+                    first_image += d_images
             load = os.getloadavg()
             print(f"(d) database side alone, {args.db_pairs} pairs, batch {args.db_batch_size}; load average {load}")
-            print(f"    PostgreSQL statements (one per batch):         {d:10.1f} pairs/s   {d / d_portable:.1f}x")
-            print(f"    portable path (SQLite's; PostgreSQL's before): {d_portable:10.1f} pairs/s")
+            d, d_portable = statistics.median(fast), statistics.median(portable)
+            runs = f"  (runs: {', '.join(f'{x:.0f}' for x in fast)})" if args.db_repeat > 1 else ""
+            print(f"    PostgreSQL statements (one per batch):         {d:10.1f} pairs/s   {d / d_portable:.1f}x{runs}")
+            runs = f"  (runs: {', '.join(f'{x:.0f}' for x in portable)})" if args.db_repeat > 1 else ""
+            print(f"    portable path (SQLite's; PostgreSQL's before): {d_portable:10.1f} pairs/s{runs}")
         if not args.pairs:
             return
         started = time.perf_counter()
-        ids = rows_insert(images=images, pairs=args.pairs, files=files, first=2 * d_images)
+        ids = rows_insert(images=images, pairs=args.pairs, files=files, first=first_image)
         print(f"{args.pairs} pairs over {images} images inserted in {time.perf_counter() - started:.0f} s")
         s = scorer_alone(ids)
         w = whole_command(ids)

@@ -46,7 +46,11 @@ class Calibration(models.Model):
 class ModelRating(models.Model):
     """A model-predicted rating that primes a game pair (two per pair)."""
 
-    pair = models.ForeignKey("ratinggame.CaptionPair", on_delete=models.CASCADE, related_name="model_ratings")
+    # No index of its own: the unique (pair, slot) index starts with the pair and serves every
+    # lookup by pair; a second index would cost each stored prime one more entry.
+    pair = models.ForeignKey(
+        "ratinggame.CaptionPair", on_delete=models.CASCADE, related_name="model_ratings", db_index=False
+    )
     slot = models.PositiveSmallIntegerField(help_text="1 = first prime (replaced first), 2 = second.")
     model_identity = models.CharField(max_length=300)
     metric = models.CharField(max_length=20, choices=Metric.choices)

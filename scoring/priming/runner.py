@@ -38,6 +38,7 @@ conditions.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import logging
@@ -48,6 +49,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q
@@ -179,10 +181,15 @@ def _pairs_of(rows: Iterable[tuple], references_stored: Callable | None = None) 
     return pairs
 
 
-def _references_stored() -> Callable:
-    """Reads CaptionPair.references as a raw cursor returns it (JSON text with psycopg2)."""
-    field = CaptionPair._meta.get_field("references")
-    return lambda value: field.from_db_value(value, None, connection)
+def _references_stored(text: str) -> list:
+    """CaptionPair.references as a raw cursor returns it (JSON text with psycopg2): the JSON
+    field's own reading, without it for the empty list most pairs hold."""
+    return [] if text == "[]" else _references_field().from_db_value(text, None, connection)
+
+
+@functools.cache
+def _references_field():
+    return CaptionPair._meta.get_field("references")
 
 
 def fast_path() -> bool:
@@ -213,7 +220,7 @@ class _Claims:
             chunk = self.ids[start : start + self.chunk]
             if self.fast:
                 claimed_at = timezone.now()
-                pairs = _pairs_of(claim_rows(chunk, claimable(self.include_failed), claimed_at), _references_stored())
+                pairs = _pairs_of(claim_rows(chunk, claimable(self.include_failed), claimed_at), _references_stored)
                 claimed = [pair.pk for pair in pairs]
             else:
                 claimed, claimed_at = claim(chunk, self.include_failed)
@@ -347,16 +354,14 @@ class _Calibrations:
 
     def apply(self, raw: list[tuple[Scorer, float]]) -> list[float]:
         """The 1-5 ratings of raw scores, each through its scorer's calibration (one call each)."""
-        by_scorer: dict[int, list[int]] = {}
-        for index, (scorer, _) in enumerate(raw):
-            by_scorer.setdefault(id(scorer), []).append(index)
-        out = [0.0] * len(raw)
-        for indices in by_scorer.values():
-            cal = self.of(raw[indices[0]][0])
-            values = calibration.apply_knots([raw[i][1] for i in indices], cal.x_knots, cal.y_knots)
-            for i, value in zip(indices, values, strict=True):
-                out[i] = float(value)
-        return out
+        keys = np.array([id(scorer) for scorer, _ in raw], dtype=np.uint64)
+        values = np.array([value for _, value in raw], dtype=float)
+        out = np.empty(len(raw))
+        for key, scorer in {id(scorer): scorer for scorer, _ in raw}.items():
+            chosen = keys == key
+            cal = self.of(scorer)
+            out[chosen] = calibration.apply_knots(values[chosen], cal.x_knots, cal.y_knots)
+        return out.tolist()
 
 
 def _store_batch(
@@ -407,14 +412,22 @@ def _store_batch(
 
 
 def _rating_columns(calibrations: _Calibrations, slots: dict[int, list[tuple[Scorer, RawScore]]]) -> list[list]:
-    """The ModelRating rows of every pair's two slots, as store.RATING_FIELDS columns."""
-    slotted = [(pk, slot, *chosen) for pk, pair_slots in slots.items() for slot, chosen in enumerate(pair_slots, 1)]
-    values = calibrations.apply([(scorer, score.value) for _, _, scorer, score in slotted])
-    rows = [
-        (pk, slot, scorer.identity, scorer.metric, score.value, value, score.explanation, calibrations.of(scorer).pk)
-        for (pk, slot, scorer, score), value in zip(slotted, values, strict=True)
+    """The ModelRating rows of every pair's two slots, as store.RATING_FIELDS columns (built as
+    columns: at a GPU's pace, rows and their transposition cost more than the store)."""
+    chosen = [pair_slot for pair_slots in slots.values() for pair_slot in pair_slots]
+    scorers = [scorer for scorer, _ in chosen]
+    raw = [score.value for _, score in chosen]
+    calibration_pks = {id(scorer): calibrations.of(scorer).pk for scorer in scorers}
+    return [
+        [pk for pk, pair_slots in slots.items() for _ in pair_slots],
+        [slot for pair_slots in slots.values() for slot in range(1, len(pair_slots) + 1)],
+        [scorer.identity for scorer in scorers],
+        [scorer.metric for scorer in scorers],
+        raw,
+        calibrations.apply(list(zip(scorers, raw, strict=True))),
+        [score.explanation for _, score in chosen],
+        [calibration_pks[id(scorer)] for scorer in scorers],
     ]
-    return [list(column) for column in zip(*rows, strict=True)]
 
 
 def _store_portable(

@@ -40,13 +40,15 @@ def array_literal(values: Sequence) -> str:
     psycopg2 sends a list as ARRAY[v1, v2, ...]: one constant per element for the client to
     adapt and the server to parse and plan (milliseconds for a batch's thousands of values);
     the literal is parsed by the array type's input function in one go. Numbers go as Python
-    writes them (a float's repr reads back as the same double); text is quoted and escaped.
+    writes them (a float's repr reads back as the same double); text is quoted and escaped, each
+    distinct text once (a batch repeats its scorers' names on every row).
     """
     if values and isinstance(values[0], str):
-        items = ('"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"' for value in values)
-    else:
-        items = ("NULL" if value is None else repr(value) for value in values)
-    return "{" + ",".join(items) + "}"
+        quoted = {value: '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"' for value in set(values)}
+        return "{" + ",".join(map(quoted.__getitem__, values)) + "}"
+    if None in values:
+        return "{" + ",".join("NULL" if value is None else repr(value) for value in values) + "}"
+    return "{" + ",".join(map(repr, values)) + "}"
 
 
 def claim_rows(ids: Sequence[int], claimable: Q, now: datetime) -> list[tuple]:

@@ -6,10 +6,11 @@ takes exactly the pairs ``claimable`` selects. Scorers here are stand-ins with c
 (no model): the statements are under test, not the scoring.
 """
 
+import contextlib
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from ratinggame.models import CaptionPair, Pool, PrimingStatus
@@ -174,6 +175,7 @@ def test_a_postgresql_claim_takes_the_pairs_claimable_selects(require_postgres, 
 
 def test_array_literals_read_back_as_the_values(require_postgres):
     texts = ['a "quoted" word', "back\\slash", "two\nlines", "{braces}, commas", "", "NULL"]
+    texts = texts + texts[::-1]  # each distinct text is escaped once, wherever it comes
     numbers = [0.1 + 0.2, 1e-300, -3.5, 5.0]
     with connection.cursor() as cursor:
         cursor.execute(
@@ -181,3 +183,36 @@ def test_array_literals_read_back_as_the_values(require_postgres):
             [array_literal(texts), array_literal(numbers), array_literal([1, None, 2**40])],
         )
         assert cursor.fetchone() == (texts, numbers, [1, None, 2**40])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_and_a_store_of_consecutive_pairs_write_no_index_entry(require_postgres):
+    """Three fifths of each page of the pairs' table are free (migration ratinggame 0009), so the new
+    version of every pair row that a claim and then a store write stays on its own page (a
+    heap-only tuple, the claim's old version pruned by then): the pairs' indexes get no entry. A
+    full page would give each one an entry in all of them."""
+    ids = [pair.pk for pair in game_pairs(300)]
+    scorer = ChosenScores("clip_s", "stand-in", dict.fromkeys(ids, 0.5), "")
+    claimed_at = timezone.now()
+    with _updates_of(CaptionPair) as claim:
+        batch = runner._pairs_of(claim_rows(ids, runner.claimable(), claimed_at), runner._references_stored)
+    with _updates_of(CaptionPair) as store:
+        runner._store_batch([scorer], runner._Calibrations(), batch, [scorer.score_pairs(batch)], claimed_at, fast=True)
+    assert CaptionPair.objects.filter(pk__in=ids, priming_status=PrimingStatus.DONE).count() == 300
+    assert claim == store == {"updated": 300, "heap only": 300}
+
+
+@contextlib.contextmanager
+def _updates_of(model):
+    """Yields a dict that, after the block (one transaction), says how many rows of ``model``'s
+    table the block updated and how many of those updates were heap-only."""
+    query = "SELECT pg_stat_get_xact_tuples_updated(%s::regclass), pg_stat_get_xact_tuples_hot_updated(%s::regclass)"
+    counts: dict[str, int] = {}
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(query, [model._meta.db_table] * 2)
+        before = cursor.fetchone()
+        yield counts
+        cursor.execute(query, [model._meta.db_table] * 2)
+        counts["updated"], counts["heap only"] = (
+            after - first for after, first in zip(cursor.fetchone(), before, strict=True)
+        )
