@@ -25,10 +25,13 @@ handler500 = "ratinggame.unavailable.server_error"
 
 urlpatterns = [
     path("", views.home, name="home"),
+    # The most requested routes first (a pattern is tried in order): the API's (its game routes
+    # lead) and the rating page's one request.
+    path("api/", include("ratinggame.api.urls")),
+    path("play/submit/", play.submit, name="play_submit"),
     path("", include("annotators.urls")),
     path("play/<stage:stage>/", views.rate, name="rate"),
     path("play/<stage:stage>/<int:assignment_id>/", views.rate, name="rate_pair"),
-    path("play/submit/", play.submit, name="play_submit"),
     path("play/feedback/<int:assignment_id>/", views.feedback, name="feedback"),
     path("play/feedback/<int:assignment_id>/dispute/", views.dispute, name="dispute"),
     path("play/report/", report_views.report, name="pair_report"),
@@ -44,7 +47,6 @@ urlpatterns = [
     path("research/import/<int:import_id>/", import_views.import_job, name="pairs_import_job"),
     path("research/import/<int:import_id>/status/", import_views.import_job_status, name="pairs_import_status"),
     path("research/", include("scoring.urls")),
-    path("api/", include("ratinggame.api.urls")),
     # Staff pages of the game (before the rest of /staff/, which belongs to annotators.staff).
     path("staff/reports/", report_views.queue, name="pair_reports"),
     path("staff/reports/<int:pair_id>/resolve/", report_views.resolve, name="pair_reports_resolve"),

@@ -9,6 +9,14 @@ from ratinggame.api import auth, exports, game, pairs, progress, raters, ratings
 from ratinggame.api.errors import api_not_found
 
 urlpatterns = [
+    # The game (annotators), first: its rating and next pair are the most requested routes (a
+    # pattern is tried in order).
+    path("game/submit", game.SubmitRatingView.as_view(), name="api_game_submit"),
+    path("game/next", game.NextPairView.as_view(), name="api_game_next"),
+    path("game/step", game.StepView.as_view(), name="api_game_step"),
+    path("game/consent", game.ConsentView.as_view(), name="api_game_consent"),
+    path("game/skip", game.SkipView.as_view(), name="api_game_skip"),
+    path("game/feedback/<int:assignment_id>", game.FeedbackView.as_view(), name="api_game_feedback"),
     # Schema and its documentation pages (assets from drf-spectacular-sidecar, no CDN), under the
     # site's Content-Security-Policy: Swagger UI's start script is served as a file of its own
     # (the split view); Redoc builds its styles and a search worker at run time, so its page
@@ -29,13 +37,6 @@ urlpatterns = [
     # Accounts.
     path("auth/signup", auth.SignupView.as_view(), name="api_signup"),
     path("auth/token", auth.TokenView.as_view(), name="api_token"),
-    # The game (annotators).
-    path("game/step", game.StepView.as_view(), name="api_game_step"),
-    path("game/consent", game.ConsentView.as_view(), name="api_game_consent"),
-    path("game/next", game.NextPairView.as_view(), name="api_game_next"),
-    path("game/submit", game.SubmitRatingView.as_view(), name="api_game_submit"),
-    path("game/skip", game.SkipView.as_view(), name="api_game_skip"),
-    path("game/feedback/<int:assignment_id>", game.FeedbackView.as_view(), name="api_game_feedback"),
     # Research (researchers).
     path("pairs/", pairs.PairList.as_view(), name="api_pairs"),
     path("pairs/import", pairs.ManifestUpload.as_view(), name="api_pairs_import"),

@@ -13,6 +13,7 @@ and ``ratinggame.pairs.services.media_orphans_delete`` removes it once it is old
 no import still running can be about to commit its row.
 """
 
+import functools
 import os
 import tempfile
 
@@ -46,6 +47,11 @@ class ContentAddressedStorage(FileSystemStorage):
         return name
 
 
+@functools.cache
 def image_storage() -> ContentAddressedStorage:
-    """The storage of ``Image.file`` (a callable, so that migrations name it, not its settings)."""
+    """The storage of ``Image.file`` (a callable, so that migrations name it, not its settings).
+
+    One per process: every served pair asks it for its image's URL, and a new storage per call
+    would register a settings listener per call (its locations follow MEDIA_ROOT and MEDIA_URL
+    through that listener, so one instance stays right when they change)."""
     return ContentAddressedStorage()

@@ -2,6 +2,7 @@
 hot path (``ratinggame.api.submit_fast``), against what the pages and DRF answered before."""
 
 import json
+import re
 
 import pytest
 from django.core.cache import cache
@@ -59,6 +60,28 @@ def test_a_game_rating_answers_its_feedback_and_the_next_pair_served_with_it(qui
     # Its URL shows that pair; the rated pair's URL gives way to it.
     assert browser.get(body["next"]["url"]).context["served"].assignment_id == following.pk
     assert browser.get(f"/play/game/{assignment}/").url == f"/play/game/{following.pk}/"
+
+
+def test_the_in_place_dispute_form_is_the_feedback_page_s(quick):
+    """The panel's dispute form is rendered once per process (ratinggame.play): the same HTML as
+    the feedback page's form for that rating, but for the CSRF token, masked anew each time."""
+    game_pairs(3, primes=[3.0, 3.0])
+    user = rater(RaterState.GAME, window_count=20, window_points=40)
+    browser, token, assignment = browser_of(user)
+    forms = []
+    for _ in range(2):  # the second rating's panel reuses the rendering
+        body = browser.post("/play/submit/", {"assignment": assignment, "value": 4}, headers={"X-CSRFToken": token})
+        page = browser.get(body.json()["feedback"]["url"]).content.decode()
+        forms.append((_dispute_form_of(body.json()["feedback"]["html"]), _dispute_form_of(page)))
+        assignment = body.json()["next"]["assignment_id"]
+    for in_place, on_the_page in forms:
+        assert 'name="comment"' in in_place and in_place == on_the_page
+
+
+def _dispute_form_of(html: str) -> str:
+    found = re.search(r'<details class="dispute".*?</details>', html, re.S)
+    assert found, "no dispute form"
+    return re.sub(r'name="csrfmiddlewaretoken" value="[^"]+"', "", found.group(0))
 
 
 def test_a_refusal_changes_nothing_and_says_why(quick, settings):
