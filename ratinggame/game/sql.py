@@ -22,7 +22,7 @@ from datetime import datetime
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Model
 from rest_framework.authtoken.models import Token
 
@@ -31,6 +31,13 @@ from ratinggame.models import Assignment, CaptionPair, Image, Pool, Rating, Sess
 
 GAME = Pool.GAME.value
 CONTROL = Pool.CONTROL.value
+
+
+def _db():
+    """This thread's database connection itself: ``django.db.connection`` is a proxy that looks it
+    up on every attribute read, and the game's statements read it some fifty times a rating (every
+    parameter prepared and value converted asks it for its operations)."""
+    return connections[DEFAULT_DB_ALIAS]
 
 
 # --- Rows: what the game reads of each table --------------------------------------------------------
@@ -132,16 +139,15 @@ class RowShape:
     def names(self) -> tuple[str, ...]:
         return tuple(field.name for field in self.fields)
 
-    def _converters_now(self) -> list:
-        vendor = connection.vendor
-        found = self._converters.get(vendor)
+    def _converters_now(self, db) -> list:
+        found = self._converters.get(db.vendor)
         if found is None:
             found = []
             for field in self.fields:
                 expression = field.get_col(self.model._meta.db_table)
-                chain = connection.ops.get_db_converters(expression) + field.get_db_converters(connection)
+                chain = db.ops.get_db_converters(expression) + field.get_db_converters(db)
                 found.append((chain, expression))
-            self._converters[vendor] = found
+            self._converters[db.vendor] = found
         return found
 
     def of(self, instance: Model) -> object:
@@ -151,10 +157,11 @@ class RowShape:
         return self.row_type(*(value.name if hasattr(value, "storage") else value for value in values))
 
     def read(self, values) -> object:
+        db = _db()
         converted = []
-        for value, (chain, expression) in zip(values, self._converters_now(), strict=True):
+        for value, (chain, expression) in zip(values, self._converters_now(db), strict=True):
             for converter in chain:
-                value = converter(value, expression, connection)
+                value = converter(value, expression, db)
             converted.append(value)
         return self.row_type(*converted)
 
@@ -185,22 +192,24 @@ class Statement:
     names: dict  # model -> field names the SQL uses (checked against the models by a test)
     param_fields: tuple = ()  # the model field each parameter is prepared by (None: passed as is)
 
-    def params(self, values) -> list:
+    def params(self, values, db) -> list:
         if not self.param_fields:
             return list(values)
         return [
-            value if field is None else field.get_db_prep_save(value, connection)
+            value if field is None else field.get_db_prep_save(value, db)
             for field, value in zip(self.param_fields, values, strict=True)
         ]
 
     def fetchone(self, *values):
-        with connection.cursor() as cursor:
-            cursor.execute(self.sql, self.params(values))
+        db = _db()
+        with db.cursor() as cursor:
+            cursor.execute(self.sql, self.params(values, db))
             return cursor.fetchone()
 
     def fetchall(self, *values) -> list:
-        with connection.cursor() as cursor:
-            cursor.execute(self.sql, self.params(values))
+        db = _db()
+        with db.cursor() as cursor:
+            cursor.execute(self.sql, self.params(values, db))
             return cursor.fetchall()
 
 
@@ -213,7 +222,7 @@ def statement(builder: Callable[[str], Statement]) -> Callable[[], Statement]:
     STATEMENTS[builder.__name__] = cached
 
     def current() -> Statement:
-        return cached(connection.vendor)
+        return cached(_db().vendor)
 
     current.__name__ = builder.__name__
     current.__doc__ = builder.__doc__
@@ -412,11 +421,12 @@ class WritePlan:
 
     def run(self, values: list[tuple]) -> list[int]:
         """Run the writes with these values (one tuple per write); per write, the rows updated or the new id."""
+        db = _db()
         prepared = [
-            [field.get_db_prep_save(value, connection) for field, value in zip(fields, row, strict=True)]
+            [field.get_db_prep_save(value, db) for field, value in zip(fields, row, strict=True)]
             for fields, row in zip(self.param_fields, values, strict=True)
         ]
-        with connection.cursor() as cursor:
+        with db.cursor() as cursor:
             if len(self.sql) == 1 and len(self.writes) > 1:
                 cursor.execute(self.sql[0], [value for row in prepared for value in row])
                 return list(cursor.fetchone())
@@ -444,7 +454,7 @@ def _write_plan(vendor: str, writes: tuple[Write, ...]) -> WritePlan:
 
 
 def write_plan(*writes: Write) -> WritePlan:
-    return _write_plan(connection.vendor, writes)
+    return _write_plan(_db().vendor, writes)
 
 
 # The game's writes (what each names is what ``ratinggame.game.rating`` passes, in this order).
