@@ -247,8 +247,8 @@ class NextPairView(GameView):
 
 class SubmitRatingView(GameView):
     def dispatch(self, request, *args, **kwargs):
-        # The hot path first (plain code, ratinggame.api.submit_fast); what it does not take,
-        # DRF's handling below answers as before.
+        # The hot path first (plain code, ratinggame.api.submit_fast); DRF's handling below answers
+        # whatever it does not take.
         answer = submit_fast.submit(request, self)
         return answer if answer is not None else super().dispatch(request, *args, **kwargs)
 

@@ -1,96 +1,36 @@
-"""The validated dataset export (SPEC section 6): bundle round-trip, what is kept out, the job."""
+"""The validated dataset export (SPEC section 6): the bundle's files, what they hold and what is kept out."""
 
-import csv
 import hashlib
 import json
 import math
 import re
-import zipfile
 from collections import Counter, defaultdict
-from datetime import datetime, timedelta
-from html.parser import HTMLParser
-from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from django.core.management import CommandError, call_command
-from django.db import connection
-from django.db.models import Count, Q
-from django.test.utils import CaptureQueriesContext
-from django.utils import timezone
 from scipy import stats
 
-from annotators.competency.jobs import competency_analysis_run
-from annotators.models import CompetencyAnalysis, RaterProfile
-from ratinggame.models import CaptionPair, Pool, Rating
+from ratinggame.models import CaptionPair
 from scoring.agreement import virtual_rater_report
-from scoring.export.bundle import CALIBRATED_DIGITS, PAIR_COLUMNS, RATING_COLUMNS, RAW_SCORE_DIGITS, export_build
 from scoring.export.figures import distribution_bars_svg, source_shares_svg
-from scoring.export.formats import formats_parse, iso_utc
-from scoring.export.jobs import TIME_LIMIT_SECONDS
+from scoring.export.formats import formats_parse
 from scoring.export.stats import _tau_c_replicates, metric_correlation
-from scoring.models import ExportJob, ModelRating
-from scoring.tasks import export_job_run
+from scoring.models import ModelRating
 from tests.factories import CaptionPairFactory, ImageFactory
-from tests.scoring.export.export_world import CLIP, EXCLUDED_REASON, pairs_add, world_build
+from tests.scoring.export.bundle_files import (
+    ALL_FORMATS,
+    TagCounter,
+    as_text_format,
+    build,
+    db_exported_pair_ids,
+    read_csv,
+    read_jsonl,
+    valid_game_ratings,
+)
+from tests.scoring.export.export_world import CLIP, EXCLUDED_REASON
 
 pytestmark = pytest.mark.django_db
-
-ALL_FORMATS = ("csv", "jsonl", "parquet")
-
-
-@pytest.fixture
-def world():
-    return world_build()
-
-
-def build(out: Path, **options) -> dict:
-    options.setdefault("formats", ALL_FORMATS)
-    return export_build(out_dir=out, **options)
-
-
-def read_csv(path: Path) -> list[dict]:
-    with path.open(newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-
-
-def valid_game_ratings():
-    return Rating.objects.filter(stage=Pool.GAME, pair__pool=Pool.GAME, excluded=False)
-
-
-def db_exported_pair_ids(min_ratings: int = 3) -> set[int]:
-    """Independent of the exporter: game pairs with enough non-excluded game ratings, by aggregate query."""
-    valid = Q(ratings__excluded=False, ratings__stage=Pool.GAME)
-    pairs = CaptionPair.objects.game().annotate(n=Count("ratings", filter=valid)).filter(n__gte=min_ratings)
-    return set(pairs.values_list("id", flat=True))
-
-
-class TagCounter(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.tags = Counter()
-
-    def handle_starttag(self, tag, attrs):
-        self.tags[tag] += 1
-
-
-def as_text_format(row: dict) -> dict:
-    """A Parquet row as the text formats write it: the documented decimals, ISO-8601 UTC times."""
-    digits = {column[0]: column[2] for column in (*PAIR_COLUMNS, *RATING_COLUMNS) if len(column) > 2}
-    converted = {}
-    for key, value in row.items():
-        places = digits.get(key) or (RAW_SCORE_DIGITS if key.endswith("__raw") else CALIBRATED_DIGITS)
-        if isinstance(value, datetime):
-            value = iso_utc(value)
-        elif isinstance(value, float):
-            value = round(value, places)
-        converted[key] = value
-    return converted
 
 
 def test_every_file_parses_and_the_three_formats_agree(world, tmp_path):
@@ -445,144 +385,6 @@ def test_with_images_copies_each_exported_image_once(world, tmp_path):
         assert hashlib.sha256((out / "images" / row["image_file"]).read_bytes()).hexdigest() == row["image_sha256"]
 
 
-def test_a_new_export_replaces_the_old_bundle_only(world, tmp_path):
-    out = tmp_path / "out"
-    build(out, with_images=True)
-    (out / "notes.txt").write_text("mine")
-    build(out, formats=("csv",))
-    names = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
-    splits = {
-        f"data/{table}-{split}.csv" for table in ("pairs", "ratings") for split in ("train", "validation", "test")
-    }
-    assert names == {
-        "pairs.csv",
-        "ratings.csv",
-        "control_ratings.csv",
-        "statistics.json",
-        "report.html",
-        "datasheet.md",
-        "README.md",
-        "manifest.json",
-        "notes.txt",
-        *splits,
-        "polaris/README.md",
-        *(f"polaris/data/{split}.parquet" for split in ("train", "validation", "test")),
-    }
-    assert "notes.txt" not in json.loads((out / "manifest.json").read_text())["files"]
-
-
-def test_query_count_does_not_grow_with_pairs(world, tmp_path):
-    with CaptureQueriesContext(connection) as small:
-        build(tmp_path / "a", formats=("jsonl",), samples=2)
-    pairs_add(world, 15, first_image_seed=8000)
-    with CaptureQueriesContext(connection) as large:
-        counts = build(tmp_path / "b", formats=("jsonl",), samples=2)
-    assert counts["pairs"] > 40
-    assert len(large.captured_queries) == len(small.captured_queries)
-
-
-def test_bad_parameters_are_refused(tmp_path):
-    with pytest.raises(ValueError, match="unknown format"):
-        export_build(out_dir=tmp_path / "x", formats=("csv", "xlsx"))
-    with pytest.raises(ValueError, match="min_ratings"):
-        export_build(out_dir=tmp_path / "x", min_ratings=0)
-
-
-def test_an_empty_database_exports_an_empty_bundle(tmp_path):
-    counts = build(tmp_path / "out")
-    statistics = json.loads((tmp_path / "out" / "statistics.json").read_text())
-    assert counts["pairs"] == counts["ratings"] == 0
-    assert statistics["agreement"] is None and "at least 2 pairs" in statistics["agreement_note"]
-    assert pq.read_table(tmp_path / "out" / "pairs.parquet").num_rows == 0
-
-
-# --- the management command ------------------------------------------------------------------
-
-
-def test_export_dataset_command(world, tmp_path, capsys):
-    out = tmp_path / "cmd"
-    call_command("export_dataset", "--out", str(out), "--formats", "csv,parquet", "--seed", "2")
-    printed = capsys.readouterr()
-    assert f"Exported to {out}" in printed.out
-    assert "export" in printed.err  # tqdm's bar on stderr
-    assert {p.name for p in out.iterdir()} >= {"pairs.csv", "pairs.parquet", "ratings.parquet", "manifest.json"}
-    assert json.loads((out / "manifest.json").read_text())["parameters"]["seed"] == 2
-
-
-@pytest.mark.parametrize(
-    ("arguments", "message"),
-    [
-        (["--formats", "csv,xml"], "unknown format"),
-        (["--min-ratings", "0"], "at least 1"),
-    ],
-)
-def test_export_dataset_command_rejects_bad_arguments(tmp_path, arguments, message):
-    with pytest.raises(CommandError, match=message):
-        call_command("export_dataset", "--out", str(tmp_path / "x"), *arguments)
-
-
-def test_export_dataset_command_protects_a_non_empty_folder(world, tmp_path, capsys):
-    out = tmp_path / "busy"
-    out.mkdir()
-    (out / "keep.txt").write_text("x")
-    with pytest.raises(CommandError, match="not empty"):
-        call_command("export_dataset", "--out", str(out))
-    call_command("export_dataset", "--out", str(out), "--force", "--min-ratings", "2", "--formats", "jsonl")
-    assert "below 3" in capsys.readouterr().err
-    assert (out / "keep.txt").read_text() == "x" and (out / "pairs.jsonl").exists()
-
-
-# --- the Celery job ---------------------------------------------------------------------------
-
-
-def test_celery_job_runs_to_a_zip_with_every_file(world, settings, django_user_model):
-    job = ExportJob.objects.create(
-        params={"min_ratings": 3, "seed": 0, "formats": ["csv", "parquet"], "with_images": True}
-    )
-    export_job_run.delay(job.pk)  # eager in tests (conftest)
-    job.refresh_from_db()
-    assert job.status == ExportJob.Status.DONE, job.error
-    assert job.progress == 1.0 and job.finished_at is not None
-    assert job.archive == f"exports/{job.pk}.zip"
-    archive = Path(settings.MEDIA_ROOT) / job.archive
-    with zipfile.ZipFile(archive) as bundle:
-        names = set(bundle.namelist())
-        prefix = f"export-{job.pk}/"
-        manifest = json.loads(bundle.read(prefix + "manifest.json"))
-        assert names == {prefix + name for name in manifest["files"]} | {prefix + "manifest.json"}
-        for name, entry in manifest["files"].items():
-            assert hashlib.sha256(bundle.read(prefix + name)).hexdigest() == entry["sha256"]
-    assert job.counts["pairs"] == len(db_exported_pair_ids())
-    # The build folder is gone; only the zip stays.
-    assert sorted(p.name for p in archive.parent.iterdir()) == [f"{job.pk}.zip"]
-
-
-def test_celery_job_runs_once(world):
-    job = ExportJob.objects.create(params={"formats": ["jsonl"]})
-    assert export_job_run.delay(job.pk).get() == "done"
-    assert export_job_run.delay(job.pk).get() == "skipped"
-
-
-def test_celery_job_failure_is_recorded(world):
-    job = ExportJob.objects.create(params={"formats": ["xlsx"]})
-    assert export_job_run.delay(job.pk).get() == "failed"
-    job.refresh_from_db()
-    assert job.status == ExportJob.Status.FAILED
-    assert "unknown format" in job.error and job.finished_at is not None
-
-
-def test_export_task_is_registered_on_the_default_queue():
-    from ratinggame.celery import app
-
-    app.loader.import_default_modules()
-    task = app.tasks["scoring.tasks.export_job_run"]
-    assert task.queue == "default" and task.acks_late
-    assert task.time_limit and task.soft_time_limit < task.time_limit
-
-
-# --- pure helpers -----------------------------------------------------------------------------
-
-
 def test_metric_correlation_hand_computed():
     # Pair a (score 0.1) rated [1, 2], pair b (0.5) rated [2], pair c (0.9) rated [3, 3]; pair d has
     # no ratings. Rows (score, rating): (.1,1) (.1,2) (.5,2) (.9,3) (.9,3): n = 5, m = 3 classes.
@@ -604,148 +406,6 @@ def test_formats_parse():
     assert formats_parse("csv, JSONL,csv") == ("csv", "jsonl")
     with pytest.raises(ValueError, match="no format"):
         formats_parse(" , ")
-
-
-# --- the rater-competency analysis in the bundle ------------------------------------------------
-
-
-def test_without_a_competency_analysis_the_bundle_says_so(world, tmp_path):
-    out = tmp_path / "out"
-    build(out, formats=("csv",), samples=2)
-    competency = json.loads((out / "statistics.json").read_text())["competency"]
-    assert competency["available"] is False
-    assert "No rater-competency analysis had finished" in competency["note"]
-    assert not (out / "wright_map.svg").exists()
-    assert "wright_map.svg" not in json.loads((out / "manifest.json").read_text())["files"]
-    report = (out / "report.html").read_text()
-    assert "Rater competency (Partial Credit Model)" in report
-    assert "No rater-competency analysis had finished" in report
-    assert "No rater-competency analysis had finished" in (out / "datasheet.md").read_text()
-
-
-def competency_run(world) -> CompetencyAnalysis:
-    """Give the world's raters profiles with tutorial scores and run the real analysis inline."""
-
-    for index, user in enumerate(world.raters):
-        RaterProfile.objects.create(user=user, state="game", tutorial_score=10 + index)
-    analysis = CompetencyAnalysis.objects.create()
-    assert competency_analysis_run(analysis_id=analysis.pk) == CompetencyAnalysis.Status.DONE
-    analysis.refresh_from_db()
-    return analysis
-
-
-def test_the_latest_competency_analysis_is_in_the_bundle_with_pseudonyms_only(world, tmp_path):
-    analysis = competency_run(world)
-    regression = analysis.regression
-    # The regression's competency is fitted on game pairs only: a few raters, marked too few.
-    assert 3 <= regression["n"] <= len(world.raters) and regression["coef_per_10_percent"] is not None
-    assert regression["too_few"] is True
-    out = tmp_path / "out"
-    build(out, formats=("jsonl",), samples=2)
-
-    statistics = json.loads((out / "statistics.json").read_text())
-    competency = statistics["competency"]
-    assert competency["available"] is True
-    assert competency["n_raters"] == analysis.n_raters
-    for key in ("coef_per_10_percent", "se_per_10_percent", "p_value", "n"):
-        assert competency["regression"][key] == pytest.approx(regression[key])
-    assert competency["paper_regression"]["coef_per_10_percent"] == 0.17
-    assert competency["wright_map_file"] == "wright_map.svg"
-
-    # The Wright map is a file of its own, listed with its checksum, and inline in the report.
-    svg = (out / "wright_map.svg").read_text()
-    assert svg.strip() == analysis.wright_map_svg
-    entry = json.loads((out / "manifest.json").read_text())["files"]["wright_map.svg"]
-    assert entry["sha256"] == hashlib.sha256((out / "wright_map.svg").read_bytes()).hexdigest()
-    report = (out / "report.html").read_text()
-    assert 'aria-labelledby="wright-map-title wright-map-desc"' in report
-    assert f"{regression['coef_per_10_percent']:+.3f}" in report and "+0.17" in report
-    assert f"{regression['se_per_10_percent']:.3f}" in report
-    parser = TagCounter()
-    parser.feed(report)
-    assert parser.tags["svg"] == 3  # the two charts and the Wright map
-
-    # Raters appear under the export's pseudonyms with their competency, matched back through
-    # the ratings file; never a username or an internal id.
-    by_time = {
-        (pair_id, submitted.isoformat(timespec="milliseconds").replace("+00:00", "Z")): rater_id
-        for pair_id, submitted, rater_id in valid_game_ratings().values_list("pair_id", "submitted_at", "rater_id")
-    }
-    user_of = {
-        row["rater"]: by_time[(row["pair_id"], row["submitted_at"])] for row in read_jsonl(out / "ratings.jsonl")
-    }
-    profile_of = dict(RaterProfile.objects.values_list("user_id", "id"))
-    assert {row["rater"] for row in competency["raters"]} == set(user_of)
-    for row in competency["raters"]:
-        ability, se = analysis.abilities[str(profile_of[user_of[row["rater"]]])]
-        assert (row["competency"], row["se"]) == (pytest.approx(ability), pytest.approx(se))
-    assert competency["raters_not_in_export"] == len(analysis.abilities) - len(user_of)
-    texts = [(out / name).read_text() for name in ("statistics.json", "report.html", "datasheet.md", "wright_map.svg")]
-    for user in world.raters:
-        for text in texts:
-            assert not re.search(rf"\b{user.username}\b", text), user.username
-    assert "abilities" not in competency and "id" not in competency
-
-
-def test_a_later_export_without_an_analysis_drops_the_old_wright_map(world, tmp_path):
-    competency_run(world)
-    out = tmp_path / "out"
-    build(out, formats=("csv",), samples=2)
-    assert (out / "wright_map.svg").is_file()
-    CompetencyAnalysis.objects.all().delete()
-    build(out, formats=("csv",), samples=2)
-    assert not (out / "wright_map.svg").exists()
-    assert "wright_map.svg" not in json.loads((out / "manifest.json").read_text())["files"]
-
-
-# --- export jobs: a running job is stale from when it started -------------------------------------
-
-
-def test_a_job_that_waited_in_the_queue_is_not_taken_from_its_worker(world):
-    queued_long_ago = timezone.now() - timedelta(seconds=TIME_LIMIT_SECONDS + 600)
-    job = ExportJob.objects.create(params={"formats": ["csv"]})
-    # Queued hours ago, started a minute ago by a worker that is still at it: a redelivered
-    # message must not run it a second time.
-    ExportJob.objects.filter(pk=job.pk).update(
-        status=ExportJob.Status.RUNNING, created_at=queued_long_ago, started_at=timezone.now() - timedelta(minutes=1)
-    )
-    assert export_job_run.delay(job.pk).get() == "skipped"
-    job.refresh_from_db()
-    assert job.status == ExportJob.Status.RUNNING
-
-    # Started longer ago than the task's hard time limit: its worker is gone, the job runs again.
-    ExportJob.objects.filter(pk=job.pk).update(started_at=queued_long_ago)
-    assert export_job_run.delay(job.pk).get() == "done"
-    job.refresh_from_db()
-    assert job.status == ExportJob.Status.DONE
-    assert job.started_at > queued_long_ago  # claimed anew
-
-
-def test_a_job_records_when_it_started(world):
-    job = ExportJob.objects.create(params={"formats": ["csv"]})
-    assert job.started_at is None
-    export_job_run.delay(job.pk)
-    job.refresh_from_db()
-    assert job.created_at <= job.started_at <= job.finished_at
-
-
-def test_a_fit_that_did_not_converge_is_flagged_in_the_report_and_datasheet(world, tmp_path):
-    CompetencyAnalysis.objects.create(
-        status=CompetencyAnalysis.Status.DONE,
-        finished_at=timezone.now(),
-        details={"converged": False, "game_items": 3, "tutorial_items": 0, "probation_items": 0},
-        regression={"n": 8, "too_few": True, "min_raters": 20, "coef_per_10_percent": 0.78, "converged": False},
-    )
-    out = tmp_path / "out"
-    build(out, formats=("csv",), samples=2)
-    competency = json.loads((out / "statistics.json").read_text())["competency"]
-    assert competency["details"]["converged"] is False and competency["regression"]["too_few"] is True
-    report = (out / "report.html").read_text()
-    datasheet = (out / "datasheet.md").read_text()
-    assert "the Partial Credit Model did not converge" in report
-    assert "the Partial Credit Model did not converge" in datasheet
-    assert "Too few raters to interpret (20 needed): +0.780" in report
-    assert "too few raters\nto interpret (n = 8, at least 20 needed" in datasheet
 
 
 def test_resampled_correlations_are_scipy_on_the_resampled_rows():
@@ -797,42 +457,3 @@ def test_every_statistic_has_an_interval_and_small_sets_are_flagged(world, tmp_p
     assert all("(too few to interpret)" in row for row in rows)
     assert "(too few to interpret)" in datasheet
     assert "VICR inside our interval?" in report and "ICC(1,k)" in report and "ICC(1,k)" in datasheet
-
-
-def test_dawid_skene_columns_and_rater_quality_beside_the_raw_ratings(world, tmp_path):
-    unanimous = CaptionPairFactory(image=ImageFactory(seed=90), caption="all four")
-    world.rate(unanimous, [4, 4, 4])
-    out = tmp_path / "out"
-    build(out, formats=("csv",), samples=2, resamples=0)
-    pairs = read_csv(out / "pairs.csv")
-    ratings = read_csv(out / "ratings.csv")
-    assert all(row["ds_label"] in {"1", "2", "3", "4", "5"} for row in pairs)
-    assert all(0.2 <= float(row["ds_posterior"]) <= 1 for row in pairs)
-    # Unanimous pairs keep their level; the mean and consensus columns are still there.
-    by_pair: dict[str, list[int]] = defaultdict(list)
-    for row in ratings:
-        by_pair[row["pair_id"]].append(int(row["rating"]))
-    unanimous_rows = [row for row in pairs if len(set(by_pair[row["pair_id"]])) == 1]
-    assert str(unanimous.pk) in {row["pair_id"] for row in unanimous_rows}
-    for row in unanimous_rows:
-        assert int(row["ds_label"]) == by_pair[row["pair_id"]][0] == int(row["consensus"])
-    quality = json.loads((out / "statistics.json").read_text())["rater_quality"]
-    assert {r["rater"] for r in quality["raters"]} == {row["rater"] for row in ratings}
-    assert all(0 <= r["quality"] <= 1 for r in quality["raters"])
-    assert "Rater quality (Dawid-Skene)" in (out / "report.html").read_text()
-
-
-def test_the_regression_interval_says_whether_the_paper_lies_inside(world, tmp_path):
-    regression = {"n": 40, "too_few": False, "min_raters": 20, "coef_per_10_percent": 0.21, "se_per_10_percent": 0.05}
-    regression |= {"ci_low_per_10_percent": 0.11, "ci_high_per_10_percent": 0.31, "p_value": 0.001, "converged": True}
-    CompetencyAnalysis.objects.create(
-        status=CompetencyAnalysis.Status.DONE,
-        finished_at=timezone.now(),
-        details={"converged": True},
-        regression=regression,
-    )
-    out = tmp_path / "out"
-    build(out, formats=("csv",), samples=2, resamples=0)
-    report = (out / "report.html").read_text()
-    assert "+0.210 [0.110, 0.310]" in report and "the paper's +0.17 lies inside it" in report
-    assert "95% CI [0.110, 0.310]" in (out / "datasheet.md").read_text()

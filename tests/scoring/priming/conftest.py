@@ -10,3 +10,22 @@ def tiny_llava_dir(tmp_path_factory):
     from tests.scoring.priming.tiny_llava import save_tiny_llava
 
     return save_tiny_llava(tmp_path_factory.mktemp("fleur") / "tiny-llava")
+
+
+@pytest.fixture(scope="session")
+def tiny_dir(tmp_path_factory):
+    """A tiny random open_clip model saved as a checkpoint folder (what RATINGGAME_PRIMING_MODEL names)."""
+    from tests.scoring.priming.tiny_clip import save_tiny_clip_dir
+
+    return save_tiny_clip_dir(tmp_path_factory.mktemp("priming") / "tiny-clip")
+
+
+@pytest.fixture
+def priming(settings, tiny_dir):
+    """The tiny model configured as the site's priming model, loaded afresh for the test."""
+    from scoring.priming.registry import loaded_models_clear
+
+    settings.RATINGGAME = {**settings.RATINGGAME, "PRIMING_MODEL": str(tiny_dir), "PRIMING_PRETRAINED": ""}
+    loaded_models_clear()
+    yield settings
+    loaded_models_clear()

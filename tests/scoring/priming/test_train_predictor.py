@@ -8,25 +8,10 @@ pytest.importorskip("open_clip", reason="open_clip is not installed (the predict
 
 from ratinggame.models import Pool
 from scoring.models import PredictorRun
-from scoring.priming.registry import loaded_models_clear
 from scoring.splits import TEST, TRAIN, VAL, split_for_image
 from tests.factories import CaptionPairFactory, ImageFactory, UserFactory, rating_record
-from tests.scoring.priming.tiny_clip import save_tiny_clip_dir
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(scope="module")
-def tiny_dir(tmp_path_factory):
-    return save_tiny_clip_dir(tmp_path_factory.mktemp("train") / "tiny-clip")
-
-
-@pytest.fixture
-def priming(settings, tiny_dir):
-    settings.RATINGGAME = {**settings.RATINGGAME, "PRIMING_MODEL": str(tiny_dir), "PRIMING_PRETRAINED": ""}
-    loaded_models_clear()
-    yield settings
-    loaded_models_clear()
 
 
 def validated_pairs(per_split: int) -> dict[str, int]:

@@ -1,0 +1,19 @@
+"""Fixtures of the rater's page tests: the 3-second floor in force, and a tutorial of ten pairs."""
+
+import pytest
+
+from tests.annotators.pages.helpers import EXPERTS
+from tests.factories import TutorialPairFactory
+
+
+@pytest.fixture(autouse=True)
+def _three_seconds(settings):
+    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 3.0, "ASSIGNMENT_EXPIRY_SECONDS": 1800}
+
+
+@pytest.fixture
+def tutorial():
+    return [
+        TutorialPairFactory(expert_rating=expert, display_order=index, explanation=f"Because of reason {index}.")
+        for index, expert in enumerate(EXPERTS)
+    ]
