@@ -152,8 +152,9 @@ def _dispute_form_blank() -> SimpleNamespace:
     """The blank dispute form of the in-place feedback, its field rendered once per process.
 
     Every game rating's panel offers it, always the same HTML; Django renders a widget through the
-    template engine, which cost as much as the rest of the panel's feedback (a ninth of the
-    rating's web CPU). The feedback page renders its own form, which may carry a draft.
+    template engine, and rendering it anew took 8% of the instructions of the page's rating
+    (``bench/bench_web_instructions.py``). The feedback page renders its own form, which may carry
+    a draft.
     """
     field = DisputeForm()["comment"]
     return SimpleNamespace(
