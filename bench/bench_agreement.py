@@ -18,8 +18,8 @@ model: a pair has a quality q ~ U(0.6, 5.4) and each of its 3-7 ratings is q plu
 rounded and clipped to 1..5; a model's score is q plus N(0, 1). Two populations: VICR-like
 agreement (noise sd 0.55) and a noisier one (sd 1.0). The population value of each statistic is
 its limit on 2,000,000 simulated pairs (``--population``); every simulated sample has its own
-random stream, so the cells' errors are independent across sizes and populations (a run shared
-across them once moved all of a size's cells together). With 1,000 runs a coverage of 0.95 is
+random stream, so the cells' errors are independent across sizes and populations (one stream
+shared by all would move a size's cells together). With 1,000 runs a coverage of 0.95 is
 known to about ±0.014; 600 runs took 16 minutes at load average 2.6 on the 2-core machine.
 
     .venv/bin/python bench/bench_agreement.py --coverage [--runs 1000] [--resamples 1000]

@@ -12,7 +12,7 @@ with random weights, saved as an open_clip folder (RATINGGAME_PRIMING_MODEL). Th
       costs nothing (a constant score, no file read): listing, claims, loads and writes, in
       batches of ``--db-batch-size`` (a GPU's, 256, by default). Twice, over pairs of their own:
       on the PostgreSQL path (a claim and its rows in one statement per chunk, a batch stored in
-      one statement) and on the portable path (SQLite's, PostgreSQL's before), for the ratio;
+      one statement) and on the portable path (SQLite's), for the ratio;
   (s) the scorer alone: the registry's scorers over the pairs, batch by batch, rows read
       beforehand (file reads, decoding, forward passes: no database);
   (w) the whole command over the same pairs, the model already loaded in this process (as in
@@ -342,7 +342,7 @@ def main() -> None:
             runs = f"  (runs: {', '.join(f'{x:.0f}' for x in fast)})" if args.db_repeat > 1 else ""
             print(f"    PostgreSQL statements (one per batch):         {d:10.1f} pairs/s   {d / d_portable:.1f}x{runs}")
             runs = f"  (runs: {', '.join(f'{x:.0f}' for x in portable)})" if args.db_repeat > 1 else ""
-            print(f"    portable path (SQLite's; PostgreSQL's before): {d_portable:10.1f} pairs/s{runs}")
+            print(f"    portable path (SQLite's):                      {d_portable:10.1f} pairs/s{runs}")
         if not args.pairs:
             return
         started = time.perf_counter()

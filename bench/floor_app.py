@@ -10,7 +10,10 @@ no URL routing, no authentication classes, no ORM, no serializer. The Python bet
 statements is the least that keeps the same rows changing as the game changes them (the pair's
 counters and serving rank, the rater's serves for the next claim's start); points are not
 scored (Algorithm 1 is the project's code, which the floor leaves out), control pairs are not
-served. Django is set up once, at import, only to build the statements' text from the models.
+served. Django is set up once, at import: the statements are the game's own (built from the
+models), and so is the little game code between them that the rows must agree with (a row read
+by the game's converters, ``sql.PAIR.read``; the claim's parameters; the serving rank,
+``pair_rank_refresh``).
 
     gunicorn --pythonpath bench floor_app:application   (DATABASE_URL names the bench database)
 """

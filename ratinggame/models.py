@@ -130,7 +130,9 @@ class AssignRank(models.IntegerChoices):
 
 
 class CaptionPair(models.Model):
-    image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="pairs")
+    # No index of its own: the unique (image, caption) index starts with the image and serves every
+    # lookup by image; a second one would cost each new pair and each moved row version an entry.
+    image = models.ForeignKey(Image, on_delete=models.PROTECT, related_name="pairs", db_index=False)
     caption = models.TextField()
     source = models.CharField(max_length=20, choices=CaptionSource.choices, default=CaptionSource.OTHER)
     pool = models.CharField(max_length=10, choices=Pool.choices, default=Pool.GAME)

@@ -23,11 +23,12 @@ acceleration). The statistics here are biased in small samples the way their rep
 biased again: method A's τ_c counts n² rather than n(n - 1) row pairs (a factor (N - 1)/N), and
 a resample holds duplicated pairs, more ties still; at 60 pairs of VICR-like ratings τ_X-YZ's
 mean lies about half a standard error below its population value. The percentile interval
-inherits that bias one-sidedly (its τ_X-YZ interval covered the population value 0.835 of the
-time at 60 pairs); BCa corrects it. scipy.stats.bootstrap(method="BCa") computes the same
-interval from a statistic it calls on resampled data; here the resamples are multinomial counts
-of groups of interchangeable pairs, for speed, and so is the jackknife (one pair of each group
-left out in turn), so the levels are taken here (the tests check them against scipy's).
+inherits that bias one-sidedly (its τ_c intervals fell short of 95% at 60 pairs in
+``bench/bench_agreement.py --coverage --method percentile``); BCa corrects it.
+scipy.stats.bootstrap(method="BCa") computes the same interval from a statistic it calls on
+resampled data; here the resamples are multinomial counts of groups of interchangeable pairs,
+for speed, and so is the jackknife (one pair of each group left out in turn), so the levels are
+taken here (the tests check them against scipy's).
 
 The normal quantile ±1.96 of the BCa levels is "expanded" to ±sqrt(N / (N - 1)) t_{N-1, 0.975}
 for N resampled pairs (Hesterberg 2015, "What teachers should know about the bootstrap", The

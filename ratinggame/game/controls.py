@@ -5,7 +5,8 @@ says which serve). A rater meets each control once before any repeats, then the 
 longest ago; among controls never seen, in an order of their own (drawn from their seed, as the
 game pairs' order is). A control the rater skipped is never served to them again, and a control
 of the image they just saw comes only when no other is left. Controls hold no slots and have no
-consensus: nothing to lock, nothing to count.
+consensus: nothing to count (a control's row is locked by the rating's read of its assignment, as
+every rated pair's is, and never written).
 """
 
 from datetime import datetime

@@ -62,7 +62,7 @@ from scoring.priming import calibration
 from scoring.priming.calibration_service import current_calibration
 from scoring.priming.registry import PrimingModels
 from scoring.priming.scorer import PrimingPair, RawScore, Scorer, ScorerLoadError
-from scoring.priming.store import batch_store, claim_rows
+from scoring.priming.store import RATING_FIELDS, batch_store, claim_rows, primes_by_pair
 
 if TYPE_CHECKING:
     from scoring.models import Calibration
@@ -250,7 +250,6 @@ def run_priming(
     include_failed: bool = False,
     progress: Callable[[int], None] | None = None,
     claim_chunk: int | None = None,
-    fast: bool | None = None,
 ) -> dict[str, int]:
     """Prime the claimable pairs among ``pair_ids``; returns counts (primed, failed, skipped, waiting).
 
@@ -268,8 +267,8 @@ def run_priming(
     writes hide behind the forward passes. An interruption (time limit, SIGTERM, Ctrl-C)
     gives the claimed pairs that are not stored back at once (pending).
 
-    ``fast`` (default: on PostgreSQL) claims, reads and stores with scoring.priming.store's
-    statements, one per chunk and one per batch; off, with the portable queries.
+    On PostgreSQL (``fast_path``) claims, reads and stores go through scoring.priming.store's
+    statements, one per chunk and one per batch; elsewhere through the portable queries.
     """
     models = models or PrimingModels.from_settings()
     batch_size = batch_size or models.batch_size
@@ -278,7 +277,7 @@ def run_priming(
     if not models.configured:
         counts["waiting"] = note_no_model(ids)
         return counts
-    fast = fast_path() if fast is None else fast
+    fast = fast_path()
     claims = _Claims(ids, batch_size, include_failed, claim_chunk, fast)
     batches = claims.batches()
     first = next(batches, None)
@@ -444,19 +443,9 @@ def _store_portable(
             .order_by("pk")
             .values_list("pk", flat=True)
         )
-        slotted = [(pk, slot, scorer, score) for pk in mine for slot, (scorer, score) in enumerate(slots[pk], start=1)]
-        values = calibrations.apply([(scorer, score.value) for _, _, scorer, score in slotted])
-        _model_ratings_insert(
-            [
-                (pk, slot, scorer.identity, scorer.metric, score.value, value, score.explanation, cal.pk)
-                for (pk, slot, scorer, score), value in zip(slotted, values, strict=True)
-                if (cal := calibrations.of(scorer))
-            ]
-        )
-        primes: dict[int, list[float]] = {}
-        for (pk, *_), value in zip(slotted, values, strict=True):
-            primes.setdefault(pk, []).append(value)
-        _primes_write(primes)
+        columns = _rating_columns(calibrations, {pk: slots[pk] for pk in mine})
+        _model_ratings_insert(list(zip(*columns, strict=True)))
+        _primes_write(primes_by_pair(columns))
     return len(mine)
 
 
@@ -465,7 +454,6 @@ def _store_portable(
 # costs more than a GPU takes to score the pair, and the database would become the bottleneck.
 # Both statements are read by PostgreSQL and SQLite (3.33+, for UPDATE ... FROM); statements are
 # cut to the backend's limit on query parameters.
-_MODEL_RATING_FIELDS = ("pair", "slot", "model_identity", "metric", "raw_score", "value", "explanation", "calibration")
 
 
 def _statements(rows: list, width: int) -> Iterator[list]:
@@ -475,9 +463,9 @@ def _statements(rows: list, width: int) -> Iterator[list]:
 
 
 def _model_ratings_insert(rows: list[tuple]) -> None:
-    """INSERT ModelRating rows given as tuples of _MODEL_RATING_FIELDS (created_at is now)."""
+    """INSERT ModelRating rows given as tuples of store.RATING_FIELDS (created_at is now)."""
     quote = connection.ops.quote_name
-    fields = [ModelRating._meta.get_field(name) for name in (*_MODEL_RATING_FIELDS, "created_at")]
+    fields = [ModelRating._meta.get_field(name) for name in (*RATING_FIELDS, "created_at")]
     columns = ", ".join(quote(field.column) for field in fields)
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     with connection.cursor() as cursor:

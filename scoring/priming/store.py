@@ -15,6 +15,7 @@ Table and column names, and the array types, come from the models.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -39,16 +40,26 @@ def array_literal(values: Sequence) -> str:
 
     psycopg2 sends a list as ARRAY[v1, v2, ...]: one constant per element for the client to
     adapt and the server to parse and plan (milliseconds for a batch's thousands of values);
-    the literal is parsed by the array type's input function in one go. Numbers go as Python
-    writes them (a float's repr reads back as the same double); text is quoted and escaped, each
-    distinct text once (a batch repeats its scorers' names on every row).
+    the literal is parsed by the array type's input function in one go. Numbers go as ``str``
+    writes them (the shortest text that reads back as the same double, for a numpy scalar too,
+    whose ``repr`` names its type); text is quoted and escaped, each distinct text once (a batch
+    repeats its scorers' names on every row); None is NULL.
     """
-    if values and isinstance(values[0], str):
-        quoted = {value: '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"' for value in set(values)}
+    if any(isinstance(value, str) for value in values):
+        quoted = {
+            value: "NULL" if value is None else '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+            for value in set(values)
+        }
         return "{" + ",".join(map(quoted.__getitem__, values)) + "}"
-    if None in values:
-        return "{" + ",".join("NULL" if value is None else repr(value) for value in values) + "}"
-    return "{" + ",".join(map(repr, values)) + "}"
+    return "{" + ",".join("NULL" if value is None else str(value) for value in values) + "}"
+
+
+def primes_by_pair(columns: Sequence[list]) -> dict[int, list[float]]:
+    """Each pair's calibrated primes, by slot, from a batch's RATING_FIELDS columns."""
+    primes: dict[int, list[float]] = {}
+    for pk, value in zip(columns[0], columns[RATING_FIELDS.index("value")], strict=True):
+        primes.setdefault(pk, []).append(value)
+    return primes
 
 
 def claim_rows(ids: Sequence[int], claimable: Q, now: datetime) -> list[tuple]:
@@ -96,17 +107,13 @@ def batch_store(columns: Sequence[list], claimed_at: datetime) -> int:
     """Store a batch's primes: ``columns`` are the RATING_FIELDS as lists, one entry per prime,
     each pair's slots in order. Returns how many pairs were written.
 
-    One statement: it sets ``primes`` (the values by slot, as JSON text the way ``json.dumps``
-    writes floats) and status done of the batch's pairs still claimed by this run
-    (``claimed_at``) and without primes, and inserts their ModelRating rows. Pairs another run
-    took over, or already primed, are left alone.
+    One statement: it sets ``primes`` (the values by slot, as JSON text) and status done of the
+    batch's pairs still claimed by this run (``claimed_at``) and without primes, and inserts their
+    ModelRating rows. Pairs another run took over, or already primed, are left alone.
     """
-    primes: dict[int, list[float]] = {}
-    for pk, value in zip(columns[0], columns[RATING_FIELDS.index("value")], strict=True):
-        primes.setdefault(pk, []).append(value)
+    primes = primes_by_pair(columns)
     ids = array_literal(list(primes))
-    # json.dumps writes a float as its repr; the values are calibrated ratings, always finite.
-    primes_json = array_literal(["[" + ", ".join(map(repr, values)) + "]" for values in primes.values()])
+    primes_json = array_literal([json.dumps(values) for values in primes.values()])
     with connection.cursor() as cursor:
         cursor.execute(
             _store_sql(),
@@ -123,13 +130,19 @@ def batch_store(columns: Sequence[list], claimed_at: datetime) -> int:
         return cursor.fetchone()[0]
 
 
+def _array_type(field) -> str:
+    return "text" if field.get_internal_type() in ("CharField", "TextField") else field.db_type(connection)
+
+
 @functools.cache
 def _store_sql() -> str:
     quote = connection.ops.quote_name
     pair_table, rating_table = quote(CaptionPair._meta.db_table), quote(ModelRating._meta.db_table)
     fields = [ModelRating._meta.get_field(name) for name in RATING_FIELDS]
     created = ModelRating._meta.get_field("created_at")
-    arrays = ", ".join(f"%s::{field.db_type(connection)}[]" for field in fields)
+    # Text goes as text[]: a cast to varchar(n)[] would cut a longer value without a word, where the
+    # INSERT into the column refuses it (as the portable path's does).
+    arrays = ", ".join(f"%s::{_array_type(field)}[]" for field in fields)
     names = ", ".join(quote(field.column) for field in fields)
     rating_pair = quote(ModelRating._meta.get_field("pair").column)
     p = functools.partial(_name, CaptionPair)

@@ -180,7 +180,7 @@ def test_the_claim_reads_the_serving_order_index_once_per_probe_on_postgresql(re
     assert "pair_serving_order_idx" in plan
     assert "assignment_game_once" in plan
     assert "Sort" not in plan  # the index order is the serving order: no sort of the pool
-    assert "LockRows" in plan  # the row comes back locked (FOR UPDATE SKIP LOCKED)
+    assert "LockRows" in plan  # the row comes back locked (FOR NO KEY UPDATE SKIP LOCKED)
     assert "never executed" in plan  # the probes after the one that found a pair
     assert "random" not in sql.lower()
     with transaction.atomic():

@@ -314,12 +314,13 @@ def test_a_waiting_claim_holds_no_lock_of_a_pair_whose_stored_rank_was_stale():
         assert run_at_once(lock_stale_pair, 1) == [True]
 
 
-def test_a_drift_rule_waiting_for_a_game_pair_does_not_deadlock_with_a_serve_of_its_control_pair():
-    """Rater A rates a control pair (its row locked by the assignment's read) and the drift rule
-    then excludes A's rating of a game pair that rater B is rating right now; B's rating serves B
-    the same control pair, and B's commit checks that assignment's foreign key (a key-share lock
-    on the control pair). With FOR UPDATE locks each waits for the other until PostgreSQL breaks
-    the deadlock (one of them fails); with FOR NO KEY UPDATE both finish."""
+def test_the_locks_of_a_drift_rule_and_of_a_serve_of_its_control_pair_do_not_deadlock():
+    """The two transactions replayed through the locks they take: rater A rates a control pair
+    (its row locked by the assignment's read) and the drift rule then excludes A's rating of a game
+    pair that rater B is rating right now; B's rating serves B the same control pair, and B's
+    commit checks that assignment's foreign key (a key-share lock on the control pair). With FOR
+    UPDATE locks each waits for the other until PostgreSQL breaks the deadlock (one of them
+    fails); with FOR NO KEY UPDATE both finish."""
     from ratinggame.game import sql
     from ratinggame.game.aggregates import ratings_exclude
     from tests.factories import ControlPairFactory

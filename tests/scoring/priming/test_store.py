@@ -9,8 +9,9 @@ takes exactly the pairs ``claimable`` selects. Scorers here are stand-ins with c
 import contextlib
 from datetime import timedelta
 
+import numpy as np
 import pytest
-from django.db import connection, transaction
+from django.db import DataError, connection, transaction
 from django.utils import timezone
 
 from ratinggame.models import CaptionPair, Pool, PrimingStatus
@@ -106,6 +107,22 @@ def test_the_postgresql_batch_store_writes_what_the_portable_path_writes(require
     assert [row[2] for row in pair_rows] == ["done", "done", "done", "failed", "done", "done"]
 
 
+def test_a_model_identity_too_long_for_its_column_is_refused_by_both_paths_and_nothing_is_stored(require_postgres):
+    """The fast path sends text as text[]: a cast to the column's varchar(300)[] would have cut the
+    identity short without a word, storing primes under a name that is not the model's."""
+    ids = [pair.pk for pair in game_pairs(2)]
+    scorer = ChosenScores("clip_s", "x" * 301, dict.fromkeys(ids, 0.5), "")
+    claimed, claimed_at = runner.claim(ids)
+    batch = runner.priming_pairs(claimed)
+    for fast in (False, True):
+        with pytest.raises(DataError, match="too long"), transaction.atomic():
+            runner._store_batch(
+                [scorer], runner._Calibrations(), batch, [scorer.score_pairs(batch)], claimed_at, fast=fast
+            )
+    assert not ModelRating.objects.filter(pair_id__in=ids).exists()
+    assert set(CaptionPair.objects.filter(pk__in=ids).values_list("priming_status", flat=True)) == {"running"}
+
+
 def test_a_batch_whose_pairs_another_run_took_is_not_written(require_postgres):
     pairs = game_pairs(4)
     ids = [p.pk for p in pairs]
@@ -178,11 +195,24 @@ def test_array_literals_read_back_as_the_values(require_postgres):
     texts = texts + texts[::-1]  # each distinct text is escaped once, wherever it comes
     numbers = [0.1 + 0.2, 1e-300, -3.5, 5.0]
     with connection.cursor() as cursor:
+        # numpy's scalars (a scorer's arithmetic may leave them) read back as the numbers they are.
         cursor.execute(
-            "SELECT %s::text[], %s::float8[], %s::bigint[]",
-            [array_literal(texts), array_literal(numbers), array_literal([1, None, 2**40])],
+            "SELECT %s::text[], %s::float8[], %s::bigint[], %s::float8[], %s::text[]",
+            [
+                array_literal(texts),
+                array_literal(numbers),
+                array_literal([1, None, 2**40]),
+                array_literal([np.float64(0.1) * 3, np.float32(0.5), np.int64(7)]),
+                array_literal([None, "after a null", None]),
+            ],
         )
-        assert cursor.fetchone() == (texts, numbers, [1, None, 2**40])
+        assert cursor.fetchone() == (
+            texts,
+            numbers,
+            [1, None, 2**40],
+            [float(np.float64(0.1) * 3), 0.5, 7.0],
+            [None, "after a null", None],
+        )
 
 
 @pytest.mark.django_db(transaction=True)
