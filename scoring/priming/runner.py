@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import json
 import logging
 import os
 import time
@@ -62,7 +61,7 @@ from scoring.priming import calibration
 from scoring.priming.calibration_service import current_calibration
 from scoring.priming.registry import PrimingModels
 from scoring.priming.scorer import PrimingPair, RawScore, Scorer, ScorerLoadError
-from scoring.priming.store import RATING_FIELDS, batch_store, claim_rows, primes_by_pair
+from scoring.priming.store import RATING_FIELDS, batch_store, claim_rows, primes_by_pair, primes_json
 
 if TYPE_CHECKING:
     from scoring.models import Calibration
@@ -488,5 +487,5 @@ def _primes_write(primes: dict[int, list[float]]) -> None:
             cursor.execute(
                 f"UPDATE {table} SET primes = v.column2{as_json}, priming_status = %s, priming_error = '' "  # noqa: S608 - names from the model
                 f"FROM (VALUES {rows}) AS v WHERE {table}.id = v.column1",
-                [PrimingStatus.DONE, *itertools.chain.from_iterable((pk, json.dumps(v)) for pk, v in chunk)],
+                [PrimingStatus.DONE, *itertools.chain.from_iterable((pk, primes_json(v)) for pk, v in chunk)],
             )

@@ -7,6 +7,7 @@ takes exactly the pairs ``claimable`` selects. Scorers here are stand-ins with c
 """
 
 import contextlib
+import json
 from datetime import timedelta
 
 import numpy as np
@@ -18,7 +19,7 @@ from ratinggame.models import CaptionPair, Pool, PrimingStatus
 from scoring.models import ModelRating
 from scoring.priming import runner
 from scoring.priming.scorer import PrimingPair, RawScore
-from scoring.priming.store import array_literal, batch_store, claim_rows
+from scoring.priming.store import array_literal, batch_store, claim_rows, primes_json
 from tests.factories import ImageFactory
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
@@ -213,6 +214,16 @@ def test_array_literals_read_back_as_the_values(require_postgres):
             [float(np.float64(0.1) * 3), 0.5, 7.0],
             [None, "after a null", None],
         )
+
+
+def test_primes_json_is_what_json_writes_for_the_calibrated_primes():
+    """The batch store writes each pair's primes as ``primes_json`` text; it must be the JSON that
+    ``json.dumps`` writes for the floats ``_Calibrations.apply`` returns (Python floats), the
+    shortest text that reads back as the same float."""
+    primes = [[1.0, 5.0], [0.1 + 0.2, 4.999999999999999], [1e16, 2.5e-07], [1 / 3]]
+    for values in primes:
+        assert primes_json(values) == json.dumps(values)
+        assert json.loads(primes_json(values)) == values
 
 
 @pytest.mark.django_db(transaction=True)
