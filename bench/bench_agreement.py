@@ -22,7 +22,7 @@ random stream, so the cells' errors are independent across sizes and populations
 shared by all would move a size's cells together). With 1,000 runs a coverage of 0.95 is
 known to about ±0.014; 600 runs took 16 minutes at load average 2.6 on the 2-core machine.
 
-    .venv/bin/python bench/bench_agreement.py --coverage [--runs 1000] [--resamples 1000]
+    .venv/bin/python bench/bench_agreement.py --coverage [--runs 1000] [--resamples 1000] [--populations vicr,noisier]
 """
 
 import argparse
@@ -52,7 +52,10 @@ def synthetic_ratings(n_pairs: int, seed: int = 2023) -> list[list[int]]:
 
 
 COVERAGE_SIZES = (60, 249, 2000)
-POPULATIONS = (("VICR-like raters (rating noise sd 0.55)", 0.55), ("noisier raters (sd 1.0)", 1.0))
+POPULATIONS = {
+    "vicr": ("VICR-like raters (rating noise sd 0.55)", 0.55),
+    "noisier": ("noisier raters (sd 1.0)", 1.0),
+}
 GOAL = (0.93, 0.97)
 
 
@@ -112,7 +115,9 @@ def coverage(options) -> None:
         f"{options.resamples} resamples, population values from {options.population:,} pairs; goal {GOAL[0]}-{GOAL[1]}"
     )
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    for number, (label, noise) in enumerate(POPULATIONS):
+    for number, (key, (label, noise)) in enumerate(POPULATIONS.items()):
+        if key not in options.populations:
+            continue  # its seeds stay its own: a population run alone gives what the whole run gives
         started = time.perf_counter()
         truth = population_values(noise, options.population, np.random.SeedSequence([number, 0]))
         covered = {name: dict.fromkeys(COVERAGE_SIZES, 0) for name in truth}
@@ -175,7 +180,16 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1000, help="simulated samples per size (--coverage)")
     parser.add_argument("--population", type=int, default=2_000_000, help="pairs of the population values (--coverage)")
     parser.add_argument("--method", default=bootstrap.METHOD, choices=bootstrap.METHODS, help="interval (--coverage)")
+    parser.add_argument(
+        "--populations",
+        default=",".join(POPULATIONS),
+        type=lambda text: text.split(","),
+        help=f"which simulated populations (--coverage; comma-separated of {', '.join(POPULATIONS)})",
+    )
     options = parser.parse_args()
+    unknown = set(options.populations) - set(POPULATIONS)
+    if unknown:
+        parser.error(f"unknown population(s) {', '.join(sorted(unknown))}: choose from {', '.join(POPULATIONS)}")
     if options.coverage:
         coverage(options)
         return
