@@ -22,7 +22,8 @@ random stream, so the cells' errors are independent across sizes and populations
 shared by all would move a size's cells together). With 1,000 runs a coverage of 0.95 is
 known to about ±0.014; 600 runs took 16 minutes at load average 2.6 on the 2-core machine.
 
-    .venv/bin/python bench/bench_agreement.py --coverage [--runs 1000] [--resamples 1000] [--populations vicr,noisier]
+    .venv/bin/python bench/bench_agreement.py --coverage [--runs 1000] [--resamples 1000]
+        [--populations vicr,noisier] [--sizes 60,249,2000]
 """
 
 import argparse
@@ -108,6 +109,17 @@ def verdict(covered: int, runs: int) -> tuple[float, float, str]:
     return ci.low, ci.high, "met" if GOAL[0] <= share <= GOAL[1] else "unclear"
 
 
+def sample_sizes(text: str) -> tuple[int, ...]:
+    """``--sizes``: comma-separated numbers of pairs, each at least 2."""
+    try:
+        sizes = tuple(int(size) for size in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of numbers of pairs: {text!r}") from None
+    if min(sizes) < 2:
+        raise argparse.ArgumentTypeError("a sample needs at least 2 pairs")
+    return sizes
+
+
 def coverage(options) -> None:
     bootstrap.METHOD = options.method
     print(
@@ -120,8 +132,8 @@ def coverage(options) -> None:
             continue  # its seeds stay its own: a population run alone gives what the whole run gives
         started = time.perf_counter()
         truth = population_values(noise, options.population, np.random.SeedSequence([number, 0]))
-        covered = {name: dict.fromkeys(COVERAGE_SIZES, 0) for name in truth}
-        for n in COVERAGE_SIZES:
+        covered = {name: dict.fromkeys(options.sizes, 0) for name in truth}
+        for n in options.sizes:
             # Every sample its own stream: no sample is shared across sizes or populations.
             for run, stream in enumerate(np.random.SeedSequence([number, n]).spawn(options.runs)):
                 for name, (low, high) in intervals_of(
@@ -129,10 +141,10 @@ def coverage(options) -> None:
                 ).items():
                     covered[name][n] += bool(low <= truth[name] <= high)
         print(f"\n{label}: {time.perf_counter() - started:.0f} s, load average {os.getloadavg()[0]:.2f}")
-        print(f"{'statistic (x100)':28} {'population':>10}" + "".join(f"{f'{n} pairs':>30}" for n in COVERAGE_SIZES))
+        print(f"{'statistic (x100)':28} {'population':>10}" + "".join(f"{f'{n} pairs':>30}" for n in options.sizes))
         for name, counts in covered.items():
             cells = ""
-            for n in COVERAGE_SIZES:
+            for n in options.sizes:
                 low, high, met = verdict(counts[n], options.runs)
                 cells += f"{counts[n] / options.runs:>8.3f} [{low:.3f}, {high:.3f}] {met:<7}"
             print(f"{name:28} {truth[name]:>10.2f}{cells}")
@@ -180,6 +192,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1000, help="simulated samples per size (--coverage)")
     parser.add_argument("--population", type=int, default=2_000_000, help="pairs of the population values (--coverage)")
     parser.add_argument("--method", default=bootstrap.METHOD, choices=bootstrap.METHODS, help="interval (--coverage)")
+    parser.add_argument(
+        "--sizes",
+        default=COVERAGE_SIZES,
+        type=sample_sizes,
+        help="pairs per simulated sample (--coverage; comma-separated; a size's seeds are its own)",
+    )
     parser.add_argument(
         "--populations",
         default=",".join(POPULATIONS),
