@@ -20,7 +20,8 @@ agreement (noise sd 0.55) and a noisier one (sd 1.0). The population value of ea
 its limit on 2,000,000 simulated pairs (``--population``); every simulated sample has its own
 random stream, so the cells' errors are independent across sizes and populations (one stream
 shared by all would move a size's cells together). With 1,000 runs a coverage of 0.95 is
-known to about ±0.014; 600 runs took 16 minutes at load average 2.6 on the 2-core machine.
+known to about ±0.014; 2,000 runs of one population took 24 minutes on the 2-core machine
+(``--populations`` and ``--sizes`` run part of it, each part with the seeds it has in the whole run).
 
     .venv/bin/python bench/bench_agreement.py --coverage [--runs 1000] [--resamples 1000]
         [--populations vicr,noisier] [--sizes 60,249,2000]
