@@ -121,6 +121,16 @@ def sample_sizes(text: str) -> tuple[int, ...]:
     return sizes
 
 
+def population_keys(text: str) -> list[str]:
+    """``--populations``: comma-separated keys of POPULATIONS."""
+    keys = text.split(",")
+    unknown = sorted(set(keys) - set(POPULATIONS))
+    if unknown:
+        choices = ", ".join(POPULATIONS)
+        raise argparse.ArgumentTypeError(f"unknown population(s) {', '.join(unknown)}: choose from {choices}")
+    return keys
+
+
 def coverage(options) -> None:
     bootstrap.METHOD = options.method
     print(
@@ -201,14 +211,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--populations",
-        default=",".join(POPULATIONS),
-        type=lambda text: text.split(","),
+        default=list(POPULATIONS),
+        type=population_keys,
         help=f"which simulated populations (--coverage; comma-separated of {', '.join(POPULATIONS)})",
     )
     options = parser.parse_args()
-    unknown = set(options.populations) - set(POPULATIONS)
-    if unknown:
-        parser.error(f"unknown population(s) {', '.join(sorted(unknown))}: choose from {', '.join(POPULATIONS)}")
     if options.coverage:
         coverage(options)
         return
