@@ -210,7 +210,7 @@ def _claim_statement(vendor: str, avoiding: bool) -> Statement:
             f"WHERE q.{pool} = '{Pool.GAME.value}' AND q.{rank} = %s "
             f"AND q.{key} >= %s AND q.{key} < %s{not_image} "
             f"AND NOT EXISTS (SELECT 1 FROM {table(Assignment)} s WHERE s.{seen_rater} = %s "
-            f"AND s.{seen_pair} = q.\"id\" AND s.{seen_stage} = '{Pool.GAME.value}') "
+            f"AND s.{seen_pair} = q.\"id\" AND s.{seen_stage} = '{Pool.GAME.value}'{SEEN_FENCE}) "
             f"ORDER BY q.{key} LIMIT 1{lock}) AS b{index}"
         )
 
@@ -257,7 +257,21 @@ def claim_query(*, rater: AbstractBaseUser, skip_locked: bool = True) -> QuerySe
 def serving_order(rater: AbstractBaseUser) -> QuerySet:
     """Open game pairs this rater was never served (no lock, no order)."""
     seen = Assignment.objects.filter(rater=rater, pair=OuterRef("pk"), stage=Pool.GAME)
-    return CaptionPair.objects.filter(pool=Pool.GAME, assign_rank__isnull=False).filter(~Exists(seen))
+    return CaptionPair.objects.filter(pool=Pool.GAME, assign_rank__isnull=False).filter(~_SeenPerPair(seen))
+
+
+# "Has the rater seen this pair?" asked of the (rater, pair) index for each candidate pair, never as
+# a join: planned as an anti-join, PostgreSQL chose by its statistics, and where they said the rater
+# had next to no assignments (a new study, statistics taken before the rush, autovacuum behind) it
+# read all the rater's assignments for every candidate, so a claim grew with the rater's ratings
+# (200 ms at 1,000 of them). An OFFSET keeps an EXISTS a subplan run per row: PostgreSQL does not
+# turn it into a join (simplify_EXISTS_query); SQLite runs it per row either way, and wants the
+# OFFSET after a LIMIT.
+SEEN_FENCE = " LIMIT 1 OFFSET 0"
+
+
+class _SeenPerPair(Exists):
+    template = "EXISTS(%(subquery)s OFFSET 0)"  # after the LIMIT 1 Django gives every EXISTS
 
 
 def assignments_release_expired(*, now: datetime, limit: int = 20) -> int:

@@ -186,3 +186,42 @@ def test_the_claim_reads_the_serving_order_index_once_per_probe_on_postgresql(re
     with transaction.atomic():
         claimed = game_pair_claim(rater_id=user.pk, start=order_start(user.rater.order_seed, 0))
         assert claimed[0].id in {pair.pk for pair in pairs}
+
+
+def _assignment_scans(plan: dict) -> list[dict]:
+    """Every node of a JSON plan that reads the assignments."""
+    found = [plan] if plan.get("Relation Name") == "ratinggame_assignment" else []
+    for child in plan.get("Plans", []):
+        found += _assignment_scans(child)
+    return found
+
+
+def test_the_pairs_a_rater_has_seen_are_looked_up_by_pair_whatever_the_statistics_say(require_postgres):
+    """Each candidate pair of a claim asks the (rater, pair) index about that one pair.
+
+    Planned as an anti-join, the check depended on the table's statistics: where they said the
+    rater had next to no assignments (a new study, statistics taken before the rush, autovacuum
+    behind or off), PostgreSQL read all of the rater's assignments for every candidate pair, a
+    claim grew with the rater's ratings, and a claim of a rater with 1,000 ratings took 200 ms. The
+    check is now a subplan run per candidate (``OFFSET 0`` keeps it one), both in the claim's
+    statement and in the serving order of the waiting claim and the next image's guess.
+    """
+    from ratinggame.game.assignment import claim_statement_and_params, order_start, serving_order
+
+    game_pairs(30)
+    user = rater(RaterState.GAME)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("ANALYZE ratinggame_assignment")  # statistics of an empty table: no assignments
+        clock = Clock(T0)
+        for _ in range(20):  # then the rater rates
+            rate_next(user, 3, clock)
+        cursor.execute("SET LOCAL enable_seqscan = off")  # as on a table of many pages
+        sql, params = claim_statement_and_params(user.pk, order_start(user.rater.order_seed, 20), None)
+        probe_sql, probe_params = serving_order(user).values("pk").query.sql_with_params()
+        for statement, values in ((sql, params), (probe_sql, probe_params)):
+            cursor.execute("EXPLAIN (FORMAT JSON) " + statement, values)
+            scans = _assignment_scans(cursor.fetchone()[0][0]["Plan"])
+            assert scans, statement
+            for scan in scans:
+                assert "pair_id = " in scan.get("Index Cond", ""), scan
+        transaction.set_rollback(True)
