@@ -4,6 +4,7 @@ in-place feedback (``ratinggame.play``) read it from here, from the feedback alo
 from annotators import journey
 from annotators.scale import SHORT
 from ratinggame import game
+from ratinggame.links import fixed_url, url_of
 
 
 def feedback_panel_context(fb: "game.Feedback") -> dict:
@@ -16,6 +17,8 @@ def feedback_panel_context(fb: "game.Feedback") -> dict:
         "consensus_from": consensus_source(fb.consensus_of),
         # A failed window has the outcome box instead (its ratings no longer count).
         "show_window": window is not None and (window.open or fb.transition == "window_passed"),
+        "continue_url": fixed_url("annotators:play"),
+        "dispute_url": url_of("dispute", pk=fb.assignment_id),
     }
 
 

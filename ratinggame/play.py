@@ -24,10 +24,8 @@ from types import SimpleNamespace
 from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, JsonResponse
-from django.middleware.csrf import get_token
 from django.shortcuts import resolve_url
 from django.template.loader import get_template
-from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import html_safe
 from django.views.decorators.http import require_POST
@@ -39,7 +37,8 @@ from annotators.study.gates import session_gate
 from ratinggame import drafts, game
 from ratinggame.feedback_text import announcement, feedback_panel_context
 from ratinggame.game.signed_in import rater_by_session
-from ratinggame.models import Pool, Rating
+from ratinggame.links import fixed_url, url_of
+from ratinggame.models import Pool
 from ratinggame.pairs.derivatives import display_image
 
 
@@ -56,7 +55,7 @@ def submit(request: HttpRequest) -> JsonResponse:
     try:
         assignment_id = int(request.POST.get("assignment", ""))
     except ValueError:
-        return _refused("invalid", "This form did not say which pair it rates.", 400, page=reverse("annotators:play"))
+        return _refused("invalid", "This form did not say which pair it rates.", 400, page=fixed_url("annotators:play"))
     value = request.POST.get("value", "")
 
     participant: list[bool] = []  # read with the rater: whether a study session may end (SPEC 7)
@@ -83,12 +82,12 @@ def submit(request: HttpRequest) -> JsonResponse:
         if rejected.code in game.SAME_PAIR_AGAIN:
             return _refused(rejected.code, rejected.message, rejected.status)
         messages.error(request, rejected.message)
-        return _refused(rejected.code, rejected.message, rejected.status, page=reverse("annotators:play"))
+        return _refused(rejected.code, rejected.message, rejected.status, page=fixed_url("annotators:play"))
     return JsonResponse(_answer(request, feedback, value, now, participant=participant[-1]))
 
 
 def _not_signed_in() -> JsonResponse:
-    login = f"{resolve_url(settings.LOGIN_URL)}?next={reverse('annotators:play')}"
+    login = f"{resolve_url(settings.LOGIN_URL)}?next={fixed_url('annotators:play')}"
     return _refused("not_signed_in", "Your session has ended: log in again to go on.", 401, page=login)
 
 
@@ -100,7 +99,7 @@ def _refused(code: str, message: str, status: int, *, page: str | None = None) -
 
 
 def _answer(request: HttpRequest, feedback: "game.Feedback", value: str, now, *, participant: bool) -> dict:
-    feedback_url = reverse("feedback", args=[feedback.assignment_id])
+    feedback_url = url_of("feedback", pk=feedback.assignment_id)
     served = feedback.next
     if feedback.already_rated and value != str(feedback.value):
         drafts.draft_keep(request, drafts.NOT_TAKEN, assignment_id=feedback.assignment_id, value=value)
@@ -118,7 +117,10 @@ def _answer(request: HttpRequest, feedback: "game.Feedback", value: str, now, *,
         "continue_label": "Next pair",
         "dispute_offered": _dispute_offered(feedback),
         "dispute_form": _dispute_form_blank(),
-        "csrf_token": get_token(request),
+        # No token of its own: the page's script gives the panel's form the token the page holds
+        # (any masked token of the session's secret is valid). Masking one per answer took two
+        # random strings and a CSRF cookie sent again with every rating.
+        "csrf_token": "NOTPROVIDED",
     }
     return {
         "feedback": {
@@ -164,8 +166,9 @@ def _dispute_form_blank() -> SimpleNamespace:
 
 def _dispute_offered(feedback: "game.Feedback") -> bool:
     """As the feedback page decides it (``dispute_refusal``), for a rating just stored: not
-    excluded, not disputed yet (nothing to read)."""
-    rating = Rating(stage=feedback.stage, excluded=False, reference=feedback.reference, points=feedback.points)
+    excluded, not disputed yet (nothing to read). What the rule reads of the rating, without
+    building a model instance for it."""
+    rating = SimpleNamespace(stage=feedback.stage, excluded=False, reference=feedback.reference, points=feedback.points)
     return services.dispute_refusal(rating, disputed=False) is None
 
 
@@ -180,7 +183,7 @@ def _next_pair(request: HttpRequest, feedback: "game.Feedback", served: "game.Se
     )
     return {
         "assignment_id": served.assignment_id,
-        "url": reverse("rate_pair", args=[served.stage, served.assignment_id]),
+        "url": url_of("rate_pair", served.stage, pk=served.assignment_id),
         "caption": served.caption,
         "image": {"src": image.src, "srcset": image.srcset, "width": image.width, "height": image.height},
         "original_url": served.image_url,

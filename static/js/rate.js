@@ -213,6 +213,10 @@ script the form posts as a page.
     upcoming = body.next;
     upcoming.received = received;
     panel.innerHTML = body.feedback.html;
+    // The panel's forms (the dispute) come without a CSRF token: they take the page's.
+    panel.querySelectorAll("form").forEach(function (panelForm) {
+      panelForm.appendChild(form.elements.csrfmiddlewaretoken.cloneNode());
+    });
     // The caption rated stays in view beside its feedback, as on the feedback page.
     var rated = caption.cloneNode(true);
     rated.removeAttribute("id");

@@ -64,13 +64,15 @@ def test_a_game_rating_answers_its_feedback_and_the_next_pair_served_with_it(qui
 
 def test_the_in_place_dispute_form_is_the_feedback_page_s(quick):
     """The panel's dispute form is rendered once per process (ratinggame.play): the same HTML as
-    the feedback page's form for that rating, but for the CSRF token, masked anew each time."""
+    the feedback page's form for that rating, but for the CSRF token, which the page's script
+    adds from the page (the answer masks none and sends no CSRF cookie)."""
     game_pairs(3, primes=[3.0, 3.0])
     user = rater(RaterState.GAME, window_count=20, window_points=40)
     browser, token, assignment = browser_of(user)
     forms = []
     for _ in range(2):  # the second rating's panel reuses the rendering
         body = browser.post("/play/submit/", {"assignment": assignment, "value": 4}, headers={"X-CSRFToken": token})
+        assert "csrfmiddlewaretoken" not in body.json()["feedback"]["html"] and "csrftoken" not in body.cookies
         page = browser.get(body.json()["feedback"]["url"]).content.decode()
         forms.append((_dispute_form_of(body.json()["feedback"]["html"]), _dispute_form_of(page)))
         assignment = body.json()["next"]["assignment_id"]
@@ -81,7 +83,7 @@ def test_the_in_place_dispute_form_is_the_feedback_page_s(quick):
 def _dispute_form_of(html: str) -> str:
     found = re.search(r'<details class="dispute".*?</details>', html, re.S)
     assert found, "no dispute form"
-    return re.sub(r'name="csrfmiddlewaretoken" value="[^"]+"', "", found.group(0))
+    return re.sub(r'<input type="hidden" name="csrfmiddlewaretoken" value="[^"]+">', "", found.group(0))
 
 
 def test_a_refusal_changes_nothing_and_says_why(quick, settings):

@@ -227,6 +227,31 @@ def test_a_dispute_and_its_outcome_reach_the_rater(live_server, chromium_path, f
         assert "Accepted" in page.inner_text(".dispute-outcome")
 
 
+def test_a_dispute_sent_from_the_feedback_shown_in_place_is_filed(live_server, chromium_path, fast):
+    """The in-place feedback's dispute form comes without a CSRF token (the answer mints none):
+    the page's script gives it the page's own, and the dispute goes through."""
+    from annotators.models import Dispute
+
+    for index, caption in enumerate(("A red box on green grass", "A yellow sun in a blue sky")):
+        CaptionPairFactory(image=photo_like_image(23 + index), caption=caption, primes=[4.0, 4.0])
+    # Qualified, and a pair to rate next: the feedback is shown in place.
+    user = rater(RaterState.GAME, window_count=20, window_points=40)
+    with chromium(chromium_path) as browser:
+        page = signed_in(browser, live_server, user, **SIZES["1280x720"])
+        page.goto(f"{live_server.url}/play/game/")
+        page.keyboard.press("2")  # against the primes' 4: -1 point
+        page.wait_for_selector("#submit-rating:enabled")
+        page.keyboard.press("Enter")
+        page.wait_for_url(re.compile(r"/play/feedback/\d+/$"))
+        assert page.locator("#rating-form").count() == 1  # still the rating page: the feedback in place
+        page.get_by_text("Dispute this score").click()
+        page.fill("textarea[name=comment]", "The box is clearly red: a 2 is fair.")
+        page.get_by_role("button", name="Send the dispute").click()
+        page.wait_for_selector(".dispute-outcome")
+        assert "Waiting for an admin" in page.inner_text(".dispute-outcome")
+    assert Dispute.objects.get().comment == "The box is clearly red: a 2 is fair."
+
+
 def test_the_rating_guide_opens_beside_the_image_with_one_example_per_level(live_server, chromium_path, fast):
     user = rater(RaterState.TUTORIAL)
     # The examples are tutorial pairs this rater has already rated; the pair being rated is not one.
