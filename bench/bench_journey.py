@@ -34,7 +34,8 @@ and the next-pair latency with one rater at 10K and at 1M pairs (goal: ratio of 
 Goals (issue 14): >= 300 ratings/s with 50 raters, p99 <= 60 ms with 10 raters, <= 8 statements
 per rating. The 3-second floor is switched off for the run only
 (RATINGGAME_MIN_SECONDS_PER_RATING=0) and the per-user API throttle raised: a simulated rater
-rates far faster than a person may. The machine's load average is printed with every figure.
+rates far faster than a person may. Each measured run starts from a vacuumed, analyzed database
+(``vacuum``). The machine's load average is printed with every figure.
 
     .venv/bin/python bench/bench_journey.py [--pg postgres://postgres@127.0.0.1:5432] [--db-prefix P]
         [--sizes 10000,1000000] [--raters 10,50] [--modes one,two,page,floor] [--seconds 20] [--workers 4]
@@ -546,6 +547,23 @@ def server_cpu(server: subprocess.Popen, db_url: str, before: dict | None = None
     return {kind: sum(t - before[kind].get(pid, 0.0) for pid, t in times.items()) for kind, times in now.items()}
 
 
+def vacuum(db_url: str) -> None:
+    """VACUUM ANALYZE the bench database before a measured run, as autovacuum keeps a production
+    one: with autovacuum off (as on the development machine's PostgreSQL) the dead row versions of
+    the runs before (every rating updates its pair, assignment and profile) weigh on the later
+    runs' PostgreSQL CPU, and the order of the ways would decide their ratios (the rating page
+    measured 0.63-0.74 of the API run before it, 0.93-1.07 run first)."""
+    import psycopg2
+
+    connection = psycopg2.connect(db_url)
+    try:
+        connection.autocommit = True
+        with connection.cursor() as cursor:
+            cursor.execute("VACUUM ANALYZE")
+    finally:
+        connection.close()
+
+
 def stored_count(db_url: str, rating_ids: list[int]) -> int:
     import psycopg2
 
@@ -595,6 +613,7 @@ def throughput(
     args, server: subprocess.Popen, db_url: str, tokens: list[tuple[str, str]], mode: str, count: int, port: int
 ) -> dict:
     """One throughput run; prints its line and returns its figures."""
+    vacuum(db_url)
     before = load()
     cpu_before = server_cpu(server, db_url)
     result = drive(port, tokens[:count], mode, args.seconds)
@@ -644,6 +663,7 @@ def open_loop(args, db_url: str, credentials: list[tuple[str, str]], mode: str) 
     import queue
     from concurrent.futures import ThreadPoolExecutor
 
+    vacuum(db_url)
     rate, before = args.open_rate, load()
     players = [Player(http_post(args.port, token, session), mode) for token, session in credentials]
     free: queue.SimpleQueue = queue.SimpleQueue()
