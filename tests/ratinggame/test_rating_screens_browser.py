@@ -191,6 +191,24 @@ def test_a_reported_pair_is_skipped_and_no_longer_served(live_server, chromium_p
     assert Rating.objects.filter(pair=kept).count() == 1
 
 
+def _rate_a_two(page, live_server) -> None:
+    """Rate the game pair served a 2 (against the primes' 4: -1 point) and wait for its feedback."""
+    page.goto(f"{live_server.url}/play/game/")
+    page.keyboard.press("2")
+    page.wait_for_selector("#submit-rating:enabled")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"/play/feedback/\d+/$"))
+
+
+def _dispute(page, comment: str) -> None:
+    """Dispute the score on screen with ``comment``; the feedback then says an admin will read it."""
+    page.get_by_text("Dispute this score").click()
+    page.fill("textarea[name=comment]", comment)
+    page.get_by_role("button", name="Send the dispute").click()
+    page.wait_for_selector(".dispute-outcome")
+    assert "Waiting for an admin" in page.inner_text(".dispute-outcome")
+
+
 def test_a_dispute_and_its_outcome_reach_the_rater(live_server, chromium_path, fast):
     from annotators.models import Dispute
     from annotators.staff.services import dispute_resolve
@@ -200,20 +218,12 @@ def test_a_dispute_and_its_outcome_reach_the_rater(live_server, chromium_path, f
     user = rater(RaterState.GAME)
     with chromium(chromium_path) as browser:
         page = signed_in(browser, live_server, user, **SIZES["1280x720"])
-        page.goto(f"{live_server.url}/play/game/")
-        page.keyboard.press("2")  # against the primes' 4: -1 point
-        page.wait_for_selector("#submit-rating:enabled")
-        page.keyboard.press("Enter")
-        page.wait_for_url(re.compile(r"/play/feedback/\d+/$"))
+        _rate_a_two(page, live_server)
         feedback_url = page.url
         assert "The model's estimate (no other player has rated this pair yet) was 4" in page.inner_text(
             "#consensus-note"
         )
-        page.get_by_text("Dispute this score").click()
-        page.fill("textarea[name=comment]", "The box is clearly red: a 2 is fair.")
-        page.get_by_role("button", name="Send the dispute").click()
-        page.wait_for_selector(".dispute-outcome")
-        assert "Waiting for an admin" in page.inner_text(".dispute-outcome")
+        _dispute(page, "The box is clearly red: a 2 is fair.")
         assert page.get_by_text("Dispute this score").count() == 0  # filed: not offered again
 
         dispute_resolve(
@@ -238,17 +248,9 @@ def test_a_dispute_sent_from_the_feedback_shown_in_place_is_filed(live_server, c
     user = rater(RaterState.GAME, window_count=20, window_points=40)
     with chromium(chromium_path) as browser:
         page = signed_in(browser, live_server, user, **SIZES["1280x720"])
-        page.goto(f"{live_server.url}/play/game/")
-        page.keyboard.press("2")  # against the primes' 4: -1 point
-        page.wait_for_selector("#submit-rating:enabled")
-        page.keyboard.press("Enter")
-        page.wait_for_url(re.compile(r"/play/feedback/\d+/$"))
+        _rate_a_two(page, live_server)
         assert page.locator("#rating-form").count() == 1  # still the rating page: the feedback in place
-        page.get_by_text("Dispute this score").click()
-        page.fill("textarea[name=comment]", "The box is clearly red: a 2 is fair.")
-        page.get_by_role("button", name="Send the dispute").click()
-        page.wait_for_selector(".dispute-outcome")
-        assert "Waiting for an admin" in page.inner_text(".dispute-outcome")
+        _dispute(page, "The box is clearly red: a 2 is fair.")
     assert Dispute.objects.get().comment == "The box is clearly red: a 2 is fair."
 
 
