@@ -26,7 +26,9 @@ def rate_on_screen(page, value: int) -> None:
     page.keyboard.press(str(value))
     expect(page.locator("#submit-rating")).to_be_enabled(timeout=MIN_SECONDS * 1000 + 5000)
     page.keyboard.press("Enter")
-    expect(page).to_have_url(re.compile(r"/play/feedback/\d+/$"))
+    # The feedback shows in place, or (at a stage's end) as a page: wait_for_url waits for that
+    # page's load, so its keys are bound before the next press (expect's URL match does not).
+    page.wait_for_url(re.compile(r"/play/feedback/\d+/$"))
 
 
 def test_a_prolific_link_to_the_completion_code(live_server, chromium_path, settings, monkeypatch):
