@@ -1,18 +1,18 @@
 """The floor of a rating's database work: the game's own statements behind a bare WSGI app.
 
-A cost model for ``bench_journey.py``'s ``floor`` mode, not a design: it answers
-``POST /api/game/submit`` (``{"assignment_id", "value", "next": true}``, token in the
-``Authorization`` header) and ``POST /api/game/next`` by sending the SQL the game sends for a
-game rating and the next pair's claim (``ratinggame.game.sql``: the rater with roles and profile
-locked, the assignment with its pair locked, the claim, every write in one statement; BEGIN and
-COMMIT) over one psycopg2 connection per worker, with no Django on the request: no middleware,
-no URL routing, no authentication classes, no ORM, no serializer. The Python between the
-statements is the least that keeps the same rows changing as the game changes them (the pair's
-counters and serving rank, the rater's serves for the next claim's start); points are not
-scored (Algorithm 1 is the project's code, which the floor leaves out), control pairs are not
-served. Django is set up once, at import: the statements are the game's own (built from the
-models), and so is the little game code between them that the rows must agree with (a row read
-by the game's converters, ``sql.PAIR.read``; the claim's parameters; the serving rank,
+A cost model for ``bench_journey.py``'s ``floor`` mode, not a design: it answers ``POST
+/api/game/submit`` (``{"assignment_id", "value", "next": true}``, token in the ``Authorization``
+header) and ``POST /api/game/next`` by sending the SQL the game sends for a game rating and the
+next pair's claim (``ratinggame.game.sql``: the rater with roles and profile locked, the assignment
+with its pair locked, the claim, every write in one statement; BEGIN and COMMIT), prepared as the
+game prepares them (``ratinggame.game.prepared``), over one psycopg2 connection per worker, with no
+Django on the request: no middleware, no URL routing, no authentication classes, no ORM, no
+serializer. The Python between the statements is the least that keeps the same rows changing as the
+game changes them (the pair's counters and serving rank, the rater's serves for the next claim's
+start); points are not scored (Algorithm 1 is the project's code, which the floor leaves out),
+control pairs are not served. Django is set up once, at import: the statements are the game's own
+(built from the models), and so is the little game code between them that the rows must agree with
+(a row read by the game's converters, ``sql.PAIR.read``; the claim's parameters; the serving rank,
 ``pair_rank_refresh``).
 
     gunicorn --pythonpath bench floor_app:application   (DATABASE_URL names the bench database)
@@ -36,7 +36,7 @@ django.setup()
 
 from django.conf import settings  # noqa: E402
 
-from ratinggame.game import sql  # noqa: E402
+from ratinggame.game import prepared, sql  # noqa: E402
 from ratinggame.game.assignment import claim_statement_and_params, order_start, pair_rank_refresh  # noqa: E402
 
 VENDOR = "postgresql"
@@ -69,12 +69,17 @@ def _cursor():
     return _connection.cursor()
 
 
+def _run(cursor, statement: str, params: list) -> None:
+    """As the game sends a statement: prepared on its connection (``ratinggame.game.prepared``)."""
+    prepared.execute(cursor, cursor.connection, VENDOR, statement, params)
+
+
 def _claim(cursor, profile: sql.ProfileRow, avoid_image: int | None):
     """The next pair of the rater's order, locked and counted (the game's claim statement)."""
     statement, params = claim_statement_and_params(
         profile.user_id, order_start(profile.order_seed, profile.game_serves), avoid_image
     )
-    cursor.execute(statement, params)
+    _run(cursor, statement, params)
     row = cursor.fetchone()
     if row is None:
         return None
@@ -85,13 +90,14 @@ def _claim(cursor, profile: sql.ProfileRow, avoid_image: int | None):
 
 
 def _next(cursor, profile: sql.ProfileRow, now: datetime) -> dict:
-    cursor.execute(LATEST, [profile.user_id])
+    _run(cursor, LATEST, [profile.user_id])
     latest = cursor.fetchone()
     avoid = sql.ASSIGNMENT.width + 1  # the pair's image_id, after the assignment's columns and its id
     pair = _claim(cursor, profile, latest[avoid] if latest else None)
     if pair is None:
         return {"detail": "none left", "code": "none_left"}
-    cursor.execute(
+    _run(
+        cursor,
         SERVE,
         [
             *(pair.in_flight, pair.assign_rank, pair.id),
@@ -103,7 +109,7 @@ def _next(cursor, profile: sql.ProfileRow, now: datetime) -> dict:
 
 
 def _submit(cursor, profile: sql.ProfileRow, assignment_id: int, value: int, now: datetime) -> tuple[int, dict]:
-    cursor.execute(ASSIGNMENT, [assignment_id])
+    _run(cursor, ASSIGNMENT, [assignment_id])
     row = cursor.fetchone()
     if row is None:
         return 404, {"code": "not_found"}
@@ -122,7 +128,8 @@ def _submit(cursor, profile: sql.ProfileRow, assignment_id: int, value: int, now
     if following is None:
         return 409, {"code": "none_left"}
     shown = {"stage_total": profile.game_score, "window": [profile.window_count, profile.window_points]}
-    cursor.execute(
+    _run(
+        cursor,
         RATE_AND_SERVE,
         [
             *(False, now, assignment.id, True),
@@ -151,7 +158,7 @@ def application(environ, start_response):
     body = json.loads(environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0)) or b"{}")
     cursor = _cursor()
     try:
-        cursor.execute(RATER, [token])
+        _run(cursor, RATER, [token])
         row = cursor.fetchone()
         if row is None:
             status, answer = 401, {"code": "not_authenticated"}

@@ -247,6 +247,10 @@ RATINGGAME = {
     # Production image serving (ratinggame.pairs.media): empty -> the web process sends the file;
     # a prefix such as /protected-media/ -> an X-Accel-Redirect for nginx to send it.
     "MEDIA_ACCEL_REDIRECT": env_str("RATINGGAME_MEDIA_ACCEL_REDIRECT", ""),
+    # The rating path's statements as server-side prepared statements on PostgreSQL
+    # (ratinggame.game.prepared); not behind a transaction-mode pooler, where the next
+    # transaction may run on a server connection that never prepared them.
+    "PREPARED_STATEMENTS": not env_bool("DATABASE_TRANSACTION_POOLING", False),
     # SPEC section 2.4: minimum seconds between serving a pair and accepting its rating.
     # Shortened only by tests and benchmarks.
     "MIN_SECONDS_PER_RATING": env_float("RATINGGAME_MIN_SECONDS_PER_RATING", 3.0),

@@ -35,10 +35,11 @@ from collections.abc import Iterator
 from datetime import datetime
 
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
 from annotators.journey import seeded_draw
+from ratinggame.game.prepared import execute_on
 from ratinggame.game.sql import IMAGE, PAIR, ImageRow, PairRow, Statement, column, statement, table
 from ratinggame.models import (
     MAX_HUMAN_RATINGS,
@@ -186,8 +187,9 @@ def claim_statement_and_params(rater_id: int, start: int, avoid_image: int | Non
 def _claim_one(rater_id: int, start: int, avoid_image: int | None) -> tuple[PairRow, ImageRow] | None:
     """The first free pair of the rater's order, row-locked, with its image: one statement."""
     sql, params = claim_statement_and_params(rater_id, start, avoid_image)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+    db = connections[DEFAULT_DB_ALIAS]
+    with db.cursor() as cursor:
+        execute_on(db, cursor, sql, params)
         row = cursor.fetchone()
     if row is None:
         return None
@@ -208,7 +210,10 @@ def _claim_statement(vendor: str, avoiding: bool) -> Statement:
         return (
             f'SELECT * FROM (SELECT q."id" FROM {table(CaptionPair)} q '  # noqa: S608 - names from the models
             f"WHERE q.{pool} = '{Pool.GAME.value}' AND q.{rank} = %s "
-            f"AND q.{key} >= %s AND q.{key} < %s{not_image} "
+            # The limit may be ORDER_KEY_LIMIT itself, one past the column's integer range: a
+            # bigint, or a prepared statement (which takes each parameter's type from its
+            # column) would refuse it.
+            f"AND q.{key} >= %s AND q.{key} < CAST(%s AS bigint){not_image} "
             f"AND NOT EXISTS (SELECT 1 FROM {table(Assignment)} s WHERE s.{seen_rater} = %s "
             f"AND s.{seen_pair} = q.\"id\" AND s.{seen_stage} = '{Pool.GAME.value}'{SEEN_FENCE}) "
             f"ORDER BY q.{key} LIMIT 1{lock}) AS b{index}"

@@ -27,6 +27,7 @@ from django.db.models import Model
 from rest_framework.authtoken.models import Token
 
 from annotators.models import Participation, RaterProfile
+from ratinggame.game.prepared import execute_on
 from ratinggame.models import Assignment, CaptionPair, Image, Pool, Rating, Session
 
 GAME = Pool.GAME.value
@@ -203,13 +204,13 @@ class Statement:
     def fetchone(self, *values):
         db = _db()
         with db.cursor() as cursor:
-            cursor.execute(self.sql, self.params(values, db))
+            execute_on(db, cursor, self.sql, self.params(values, db))
             return cursor.fetchone()
 
     def fetchall(self, *values) -> list:
         db = _db()
         with db.cursor() as cursor:
-            cursor.execute(self.sql, self.params(values, db))
+            execute_on(db, cursor, self.sql, self.params(values, db))
             return cursor.fetchall()
 
 
@@ -428,11 +429,11 @@ class WritePlan:
         ]
         with db.cursor() as cursor:
             if len(self.sql) == 1 and len(self.writes) > 1:
-                cursor.execute(self.sql[0], [value for row in prepared for value in row])
+                execute_on(db, cursor, self.sql[0], [value for row in prepared for value in row])
                 return list(cursor.fetchone())
             results = []
             for write, sql, params in zip(self.writes, self.sql, prepared, strict=True):
-                cursor.execute(sql, params)
+                execute_on(db, cursor, sql, params)
                 found = cursor.fetchall()
                 results.append(found[0][0] if write.insert else len(found))
             return results

@@ -22,6 +22,7 @@ print(json.dumps({
     "hsts": getattr(settings, "SECURE_HSTS_SECONDS", 0),
     "conn_max_age": db.get("CONN_MAX_AGE"), "health_checks": db.get("CONN_HEALTH_CHECKS"),
     "no_server_side_cursors": db.get("DISABLE_SERVER_SIDE_CURSORS"),
+    "prepared_statements": settings.RATINGGAME["PREPARED_STATEMENTS"],
 }))
 """
 
@@ -74,8 +75,11 @@ def test_postgres_connections_persist_health_checked_and_suit_a_transaction_pool
     url = "postgres://rater:pw@db.internal:5433/ratings"
     conf = settings_of(tmp_path, DATABASE_URL=url)
     assert (conf["conn_max_age"], conf["health_checks"], conf["no_server_side_cursors"]) == (60, True, False)
+    assert conf["prepared_statements"] is True
     pooled = settings_of(tmp_path, DATABASE_URL=url, DATABASE_TRANSACTION_POOLING="1", DATABASE_CONN_MAX_AGE="0")
     assert (pooled["conn_max_age"], pooled["health_checks"], pooled["no_server_side_cursors"]) == (0, True, True)
+    # A transaction pooler may run the next transaction on a connection that never prepared.
+    assert pooled["prepared_statements"] is False
 
 
 def test_sqlite_url_selects_that_file(tmp_path):

@@ -1,0 +1,108 @@
+"""The rating path's statements as server-side prepared statements (``ratinggame.game.prepared``):
+prepared once per connection, then run with a generic plan, PostgreSQL planning them no more."""
+
+import pytest
+from django.core.cache import cache
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+from rest_framework.authtoken.models import Token
+
+from annotators.models import RaterState
+from ratinggame.game import sql
+from ratinggame.game.assignment import claim_avoiding
+from ratinggame.game.prepared import prepared_form
+from tests.ratinggame.api_helpers import token_client
+from tests.ratinggame.journey_helpers import assert_pairs_consistent, game_pairs, rater
+
+postgresql_only = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="prepared statements are PostgreSQL's (every other database: plain SQL)"
+)
+
+
+def test_the_prepared_form_numbers_the_placeholders_and_keeps_a_percent_sign():
+    name, prepare, run = prepared_form("SELECT %s, '100%%', %s", 2)
+    assert name.startswith("rg_")
+    assert prepare == f"PREPARE {name} AS SELECT $1, '100%', $2"
+    assert run == f"EXECUTE {name}(%s, %s)"
+    assert prepared_form("SELECT 1", 0)[2] == f"EXECUTE {prepared_form('SELECT 1', 0)[0]}"
+    assert prepared_form("SELECT %s", 1)[0] != prepared_form("SELECT %s + 1", 1)[0]
+    with pytest.raises(ValueError, match="1 placeholders for 2 parameters"):
+        prepared_form("SELECT %s", 2)
+
+
+@pytest.fixture
+def client(settings):
+    cache.clear()
+    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 0, "CONTROL_EVERY": 0}
+    game_pairs(14, primes=[3.0, 4.0])
+    return token_client(rater(RaterState.GAME, window_count=20, window_points=40))
+
+
+def _rate(client, served: dict, value: int = 3) -> tuple[dict, list[str]]:
+    with CaptureQueriesContext(connection) as captured:
+        answer = client.post(
+            "/api/game/submit", {"assignment_id": served["assignment_id"], "value": value, "next": True}, format="json"
+        )
+    assert answer.status_code == 200, answer.json()
+    return answer.json()["next"], [query["sql"] for query in captured.captured_queries]
+
+
+def _game(sent: list[str]) -> list[str]:
+    return [text for text in sent if text not in ("BEGIN", "COMMIT")]
+
+
+@postgresql_only
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_prepares_each_statement_of_the_rating_once_and_then_runs_a_generic_plan(client):
+    served = client.post("/api/game/next", format="json").json()
+    served, first = _rate(client, served)
+    prepares = [text for text in first if text.startswith("PREPARE ")]
+    executes = [text for text in first if text.startswith("EXECUTE ")]
+    assert len(prepares) == len(executes) == 4  # rater, assignment with its pair, claim, writes
+    names = set()
+    for _ in range(10):
+        served, sent = _rate(client, served)
+        assert all(text.startswith("EXECUTE rg_") for text in _game(sent)), sent
+        names |= {text.split()[1].split("(")[0] for text in _game(sent)}
+    assert_pairs_consistent()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT name, generic_plans, custom_plans FROM pg_prepared_statements")
+        plans = {name: (generic, custom) for name, generic, custom in cursor.fetchall()}
+    # Each statement of a rating ran 11 times: PostgreSQL planned it for its first five runs
+    # (PREPARE's documented rule), then kept one generic plan that it ran with no planning.
+    assert len(names) == 4
+    assert {plans[name] for name in names} == {(6, 5)}, plans
+    # Among them the claim past the previous serve's image, the costliest to plan.
+    assert prepared_form(claim_avoiding().sql, claim_avoiding().sql.count("%s"))[0] in names
+
+
+@postgresql_only
+@pytest.mark.django_db(transaction=True)
+def test_a_new_connection_prepares_again_and_a_rolled_back_transaction_keeps_what_was_prepared(client):
+    served = client.post("/api/game/next", format="json").json()
+    served, _ = _rate(client, served)
+    connection.close()  # a reconnect (CONN_MAX_AGE, a restart of the database)
+    served, sent = _rate(client, served)
+    assert sum(text.startswith("PREPARE ") for text in sent) == 4
+
+    key = Token.objects.get().key
+    connection.close()
+    with pytest.raises(RuntimeError), transaction.atomic(), CaptureQueriesContext(connection) as rolled_back:
+        assert sql.rater_by_token().fetchone(key) is not None  # prepared in this transaction
+        raise RuntimeError("rolled back")
+    assert rolled_back.captured_queries[0]["sql"].startswith("PREPARE ")
+    with CaptureQueriesContext(connection) as captured:
+        row = sql.rater_by_token().fetchone(key)
+    assert row is not None
+    # The PREPARE outlived the transaction's rollback (PostgreSQL's are not transactional).
+    assert [query["sql"][:11] for query in captured.captured_queries] == ["EXECUTE rg_"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_prepared_statements_off_the_statements_go_as_they_are(client, settings):
+    settings.RATINGGAME = {**settings.RATINGGAME, "PREPARED_STATEMENTS": False}
+    served = client.post("/api/game/next", format="json").json()
+    for value in (2, 5):
+        served, sent = _rate(client, served, value)
+        assert not any(text.startswith(("PREPARE ", "EXECUTE ")) for text in sent), sent
+    assert_pairs_consistent()
