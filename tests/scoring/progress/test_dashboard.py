@@ -2,6 +2,7 @@
 what the ratings table says on a seeded crowd, it reads a fixed number of queries at any pool size,
 and its estimate of when the target is reached comes true in a simulated study."""
 
+import random
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
@@ -188,7 +189,18 @@ def test_the_page_reads_a_fixed_number_of_queries_whatever_the_pool(client, djan
     assert small[0] <= 10 and small[1] <= 8
 
 
-def test_the_estimate_comes_true_in_a_simulated_study(settings, fast):
+@pytest.fixture
+def seeded_orders():
+    """The pairs' order keys and the raters' seeds drawn from a seeded stream (they come from
+    ``random``): the same serving orders, so the same simulated study, every run. Unseeded, the
+    estimate's error ranged 0-15% of the time left over seeds 1-8, and CI once drew 15.2%."""
+    state = random.getstate()
+    random.seed(20)
+    yield
+    random.setstate(state)
+
+
+def test_the_estimate_comes_true_in_a_simulated_study(settings, fast, seeded_orders):
     """Six raters take turns at a steady 20 ratings an hour; a rater gives the pair's true level
     about half the time and a neighbour otherwise, so pairs disagree and some get more than 3
     ratings. When half the target is validated the page estimates when the rest will be; the
