@@ -408,9 +408,11 @@ def _statements_per_rating(post: Post, mode: str, ratings: int = 10) -> dict:
             player.step()
     del connection.is_usable
     assert len(player.acked) == ratings + 1, player.errors
-    # A connection's first run of each statement also prepares it (ratinggame.game.prepared): once
-    # per connection and statement, not per rating.
-    sent = sum(not query["sql"].startswith("PREPARE ") for query in captured.captured_queries)
+    # A connection's first run of each statement also prepares it: once per connection and
+    # statement, not per rating.
+    from ratinggame.game.prepared import is_preparation
+
+    sent = sum(not is_preparation(query["sql"]) for query in captured.captured_queries)
     return {"statements": sent / ratings, "health_checks": len(checks) / ratings}
 
 

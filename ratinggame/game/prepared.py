@@ -59,6 +59,12 @@ def prepared_form(sql: str, count: int) -> tuple[str, str, str]:
     return name, f"PREPARE {name} AS {body}", f"EXECUTE {name}{arguments}"
 
 
+def is_preparation(sql: str) -> bool:
+    """Whether ``sql`` (as a query log shows it) is a connection's one-off ``PREPARE``, not a
+    statement of the work itself: what statement counts leave out."""
+    return sql.startswith("PREPARE ")
+
+
 def execute_on(db, cursor, sql: str, params) -> None:
     """``execute`` on a cursor of Django's connection ``db``."""
     execute(cursor, db.connection, db.vendor, sql, params)

@@ -10,7 +10,7 @@ from rest_framework.authtoken.models import Token
 from annotators.models import RaterState
 from ratinggame.game import sql
 from ratinggame.game.assignment import claim_avoiding
-from ratinggame.game.prepared import prepared_form
+from ratinggame.game.prepared import is_preparation, prepared_form
 from tests.ratinggame.api_helpers import token_client
 from tests.ratinggame.journey_helpers import assert_pairs_consistent, game_pairs, rater
 
@@ -24,6 +24,7 @@ def test_the_prepared_form_numbers_the_placeholders_and_keeps_a_percent_sign():
     assert name.startswith("rg_")
     assert prepare == f"PREPARE {name} AS SELECT $1, '100%', $2"
     assert run == f"EXECUTE {name}(%s, %s)"
+    assert is_preparation(prepare) and not is_preparation(run)  # what statement counts leave out
     assert prepared_form("SELECT 1", 0)[2] == f"EXECUTE {prepared_form('SELECT 1', 0)[0]}"
     assert prepared_form("SELECT %s", 1)[0] != prepared_form("SELECT %s + 1", 1)[0]
     with pytest.raises(ValueError, match="1 placeholders for 2 parameters"):
@@ -54,6 +55,7 @@ def _game(sent: list[str]) -> list[str]:
 @postgresql_only
 @pytest.mark.django_db(transaction=True)
 def test_a_connection_prepares_each_statement_of_the_rating_once_and_then_runs_a_generic_plan(client):
+    connection.close()  # a new connection, whatever the tests before prepared on this one
     served = client.post("/api/game/next", format="json").json()
     served, first = _rate(client, served)
     prepares = [text for text in first if text.startswith("PREPARE ")]

@@ -39,6 +39,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from annotators.models import RaterState
+from ratinggame.game.prepared import is_preparation
 from tests.ratinggame.api_helpers import token_client
 from tests.ratinggame.journey_helpers import assert_pairs_consistent, game_pairs, rater
 
@@ -60,7 +61,7 @@ def client(settings):
 
 def sent(captured: CaptureQueriesContext) -> int:
     """The statements of what was captured, less the connection's one-off ``PREPARE``s."""
-    return sum(not query["sql"].startswith("PREPARE ") for query in captured.captured_queries)
+    return sum(not is_preparation(query["sql"]) for query in captured.captured_queries)
 
 
 def counted(call) -> tuple[dict, int]:
