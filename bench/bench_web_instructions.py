@@ -42,6 +42,9 @@ def rate(tree: str, db_url: str, credentials: dict, mode: str, rater: int, ratin
 
     django.setup()
     import bench_journey
+    from django.core.management import call_command
+
+    call_command("collectstatic", "--noinput", verbosity=0)  # this tree's assets: its pages name them
 
     player = bench_journey.Player(
         bench_journey._wsgi_post(credentials["tokens"][rater], credentials["sessions"][rater]), mode
@@ -67,12 +70,18 @@ def instructions(tree: str, db_url: str, out: Path, mode: str, rater: int, ratin
         *("valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={counts}"),
         *(PYTHON, __file__, "--rate", tree, db_url, str(out), mode, str(rater), str(ratings), gate),
     ]
-    process = subprocess.Popen(command, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # Its log goes to a file: a pipe nobody reads while it runs stops it once the pipe is full.
+    log = work / f"log-{mode}-{rater}.txt"
+    with log.open("w") as stderr:
+        process = subprocess.Popen(command, cwd=tree, stdout=subprocess.DEVNULL, stderr=stderr)
+
+    def log_tail() -> str:
+        return log.read_text()[-3000:]
 
     def wait_for(suffix: str) -> None:
         while not Path(gate + suffix).exists():
             if process.poll() is not None:
-                raise RuntimeError(f"the measured process ended early:\n{process.stderr.read()[-3000:]}")
+                raise RuntimeError(f"the measured process ended early:\n{log_tail()}")
             time.sleep(0.2)
 
     wait_for(".ready")
@@ -82,7 +91,7 @@ def instructions(tree: str, db_url: str, out: Path, mode: str, rater: int, ratin
     subprocess.run(["callgrind_control", "--instr=off", str(process.pid)], check=True, capture_output=True)
     Path(gate + ".stop").touch()
     if process.wait() != 0:
-        raise RuntimeError(f"the measured process failed:\n{process.stderr.read()[-3000:]}")
+        raise RuntimeError(f"the measured process failed:\n{log_tail()}")
     # "totals:" counts what ran while instrumented ("summary:" only what the last part dumped).
     totals = [line for line in counts.read_text().splitlines() if line.startswith("totals:")]
     if not totals:

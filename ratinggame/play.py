@@ -4,10 +4,10 @@ The script posts the rating form (session and CSRF, as the form itself would); t
 the rater's next pair are one call of the rating service (``rating_submit(serve_next=True)``),
 one transaction, with the rater's session, user and profile read in its first query
 (``ratinggame.game.signed_in``). The answer is JSON: the feedback as the feedback page shows it
-(its panel, ``ratinggame/_feedback_panel.html``, rendered from the feedback alone, no query) and
-the next pair, which the page shows in place when the rater presses "Next pair". Each keeps its
-URL (the feedback page's, and ``/play/<stage>/<assignment>/`` for a pair): the script pushes
-them, and Back or a reload shows what the server holds there.
+(its panel, the fragment ``ratinggame/_feedback_panel.html`` of ``ratinggame.fragments``, rendered
+from the feedback alone, no query) and the next pair, which the page shows in place when the rater
+presses "Next pair". Each keeps its URL (the feedback page's, and ``/play/<stage>/<assignment>/``
+for a pair): the script pushes them, and Back or a reload shows what the server holds there.
 
 Whatever the in-place screen does not show (the end of a stage, the first game rating with its
 points table, a pair rated already in another tab, nothing left to rate) answers ``{"page": url}``:
@@ -25,7 +25,6 @@ from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, JsonResponse
 from django.shortcuts import resolve_url
-from django.template.loader import get_template
 from django.utils import timezone
 from django.utils.html import html_safe
 from django.views.decorators.http import require_POST
@@ -36,6 +35,7 @@ from annotators.progress import StageProgress, stage_progress
 from annotators.study.gates import session_gate
 from ratinggame import drafts, game
 from ratinggame.feedback_text import announcement, feedback_panel_context
+from ratinggame.fragments import render_fragment
 from ratinggame.game.signed_in import rater_by_session
 from ratinggame.links import fixed_url, url_of
 from ratinggame.models import Pool
@@ -117,16 +117,15 @@ def _answer(request: HttpRequest, feedback: "game.Feedback", value: str, now, *,
         "continue_label": "Next pair",
         "dispute_offered": _dispute_offered(feedback),
         "dispute_form": _dispute_form_blank(),
-        # No token of its own: the page's script gives the panel's form the token the page holds
-        # (any masked token of the session's secret is valid). Masking one per answer took two
-        # random strings and a CSRF cookie sent again with every rating.
-        "csrf_token": "NOTPROVIDED",
+        # No CSRF token of its own: the page's script gives the panel's form the token the page
+        # holds (any masked token of the session's secret is valid). Masking one per answer took
+        # two random strings and a CSRF cookie sent again with every rating.
     }
     return {
         "feedback": {
             "url": feedback_url,
             "rating_id": feedback.rating_id,
-            "html": get_template("ratinggame/_feedback_in_place.html").render(context),
+            "html": render_fragment("ratinggame/_feedback_in_place.html", context),
             "announce": announcement(feedback, None),
             "points_class": context["points_class"],
         },
@@ -178,8 +177,8 @@ def _next_pair(request: HttpRequest, feedback: "game.Feedback", served: "game.Se
     else:
         progress = stage_progress(request.user, served.stage)
     image = display_image(served.image)
-    title = get_template("ratinggame/_play_title.html").render(
-        {"stage": served.stage, "served": served, "progress": progress}
+    title = render_fragment(
+        "ratinggame/_play_title.html", {"stage": served.stage, "served": served, "progress": progress}
     )
     return {
         "assignment_id": served.assignment_id,

@@ -14,7 +14,9 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
+from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -25,6 +27,7 @@ from annotators.journey import Step
 from annotators.study.gates import session_gate
 from ratinggame import drafts, game
 from ratinggame.feedback_text import announcement, feedback_panel_context, not_taken_words, outcome_for
+from ratinggame.fragments import render_fragment
 from ratinggame.game.prefetch import next_pair_image
 from ratinggame.game.reports import REPORT_MAX_CHARS
 from ratinggame.game.withdrawal import rater_withdraw
@@ -163,7 +166,10 @@ def rate_response(
         "report_reasons": ReportReason.choices,
         "report": report or {},
         "report_max_chars": REPORT_MAX_CHARS,
-        "progress": progress.stage_progress(request.user, served.stage),
+        "title": render_fragment(
+            "ratinggame/_play_title.html",
+            {"stage": served.stage, "served": served, "progress": progress.stage_progress(request.user, served.stage)},
+        ),
         "image": image,
         "original_url": served.image_url,
         # Another caption of the same image needs nothing fetched.
@@ -195,22 +201,35 @@ def feedback_response(request: HttpRequest, feedback_: "game.Feedback") -> HttpR
     refusal = services.dispute_refusal(rating)
     next_round = _round_after(request.user, rating) if fb.transition == "probation_failed" else ""
     outcome = outcome_for(fb, next_round=next_round)
-    context = {
-        **guide_context(request.user),
+    panel = {
         "fb": fb,
         "stage": fb.stage,
-        "pair": rating.pair,
         **feedback_panel_context(fb),
         "outcome": outcome,
         # The first game rating after entering the game: how game points differ from the tutorial's.
-        "game_points": points_table() if window is not None and window.count == 1 else None,
+        "game_points_html": (
+            render_to_string("annotators/_game_points.html", {"game_points": points_table()})
+            if window is not None and window.count == 1
+            else ""
+        ),
         "not_taken": not_taken_text,
-        "announce": announcement(fb, outcome, not_taken=not_taken_text),
         "continue_label": CONTINUE_LABELS.get(next_step, "Continue") if fb.transition else "Next pair",
-        "disputes": rating.disputes.all(),
+        "disputes_html": [
+            render_to_string("ratinggame/_dispute_outcome.html", {"dispute": dispute})
+            for dispute in rating.disputes.all()
+        ],
         "dispute_offered": refusal is None,
         "dispute_form": DisputeForm(initial={"comment": draft.get("comment", "")}),
         "dispute_errors": draft.get("errors", []),
+        "csrf_token": get_token(request),
+    }
+    context = {
+        **guide_context(request.user),
+        "stage": fb.stage,
+        "pair": rating.pair,
+        "points_class": panel["points_class"],
+        "announce": announcement(fb, outcome, not_taken=not_taken_text),
+        "panel": render_fragment("ratinggame/_feedback_panel.html", panel),
     }
     return render(request, "ratinggame/feedback.html", context)
 

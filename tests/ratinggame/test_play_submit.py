@@ -80,10 +80,40 @@ def test_the_in_place_dispute_form_is_the_feedback_page_s(quick):
         assert 'name="comment"' in in_place and in_place == on_the_page
 
 
+def test_the_in_place_feedback_is_the_feedback_page_s_panel(quick):
+    """One fragment renders both (``ratinggame.fragments``): the in-place feedback is the feedback
+    page's panel under a title of its own, but for the CSRF token, which the page's script adds."""
+    game_pairs(3, primes=[3.0, 3.0])
+    user = rater(RaterState.GAME, window_count=5, window_points=8)  # the window open: its progress shown
+    browser, token, assignment = browser_of(user)
+    answer = browser.post("/play/submit/", {"assignment": assignment, "value": 4}, headers={"X-CSRFToken": token})
+    in_place = re.sub(r'^\s*<h2 id="feedback-panel-title".*?</h2>', "", answer.json()["feedback"]["html"], flags=re.S)
+    page = browser.get(answer.json()["feedback"]["url"]).content.decode()
+    on_the_page = re.search(r'<div class="feedback-main">(.*?)</div>\s*</section>', page, re.S).group(1)
+    assert "Qualification: 6 of 20 ratings" in in_place and "Dispute this score" in in_place
+    assert _without_token(in_place).strip() == _without_token(on_the_page).strip()
+
+
+def test_the_fragments_escape_what_they_show(quick):
+    first, _ = tutorial_pairs([3, 3])
+    first.explanation = '<script>alert("x")</script> & more'
+    first.save(update_fields=["explanation"])
+    browser, token, assignment = browser_of(rater(RaterState.TUTORIAL))
+    answer = browser.post("/play/submit/", {"assignment": assignment, "value": 3}, headers={"X-CSRFToken": token})
+    in_place = answer.json()["feedback"]["html"]
+    page = browser.get(answer.json()["feedback"]["url"]).content.decode()
+    for html in (in_place, page):
+        assert "<script>alert" not in html and "&lt;script&gt;alert(" in html and "&amp; more" in html
+
+
+def _without_token(html: str) -> str:
+    return re.sub(r'<input type="hidden" name="csrfmiddlewaretoken" value="[^"]+">', "", html)
+
+
 def _dispute_form_of(html: str) -> str:
     found = re.search(r'<details class="dispute".*?</details>', html, re.S)
     assert found, "no dispute form"
-    return re.sub(r'<input type="hidden" name="csrfmiddlewaretoken" value="[^"]+">', "", found.group(0))
+    return _without_token(found.group(0))
 
 
 def test_a_refusal_changes_nothing_and_says_why(quick, settings):
