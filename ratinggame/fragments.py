@@ -29,3 +29,11 @@ def environment(**options) -> Environment:
 def render_fragment(name: str, context: dict) -> SafeString:
     """The fragment ``name`` rendered with ``context``: HTML a Django template shows as it is."""
     return mark_safe(engines["jinja2"].get_template(name).render(context))  # noqa: S308 - autoescaped
+
+
+def play_title(served, progress) -> SafeString:
+    """The rating screen's title and progress for the pair ``served`` (a page's, or the next pair's
+    shown in place)."""
+    return render_fragment(
+        "ratinggame/_play_title.html", {"stage": served.stage, "served": served, "progress": progress}
+    )

@@ -35,7 +35,7 @@ from annotators.progress import StageProgress, stage_progress
 from annotators.study.gates import session_gate
 from ratinggame import drafts, game
 from ratinggame.feedback_text import announcement, feedback_panel_context
-from ratinggame.fragments import render_fragment
+from ratinggame.fragments import play_title, render_fragment
 from ratinggame.game.signed_in import rater_by_session
 from ratinggame.links import fixed_url, url_of
 from ratinggame.models import Pool
@@ -177,9 +177,6 @@ def _next_pair(request: HttpRequest, feedback: "game.Feedback", served: "game.Se
     else:
         progress = stage_progress(request.user, served.stage)
     image = display_image(served.image)
-    title = render_fragment(
-        "ratinggame/_play_title.html", {"stage": served.stage, "served": served, "progress": progress}
-    )
     return {
         "assignment_id": served.assignment_id,
         "url": url_of("rate_pair", served.stage, pk=served.assignment_id),
@@ -188,5 +185,5 @@ def _next_pair(request: HttpRequest, feedback: "game.Feedback", served: "game.Se
         "original_url": served.image_url,
         "wait_ms": max(0, round((served.min_submit_at - now).total_seconds() * 1000)),
         "min_ms": round(journey.min_seconds(served.stage) * 1000),
-        "title_html": title,
+        "title_html": play_title(served, progress),
     }

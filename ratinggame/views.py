@@ -27,7 +27,7 @@ from annotators.journey import Step
 from annotators.study.gates import session_gate
 from ratinggame import drafts, game
 from ratinggame.feedback_text import announcement, feedback_panel_context, not_taken_words, outcome_for
-from ratinggame.fragments import render_fragment
+from ratinggame.fragments import play_title, render_fragment
 from ratinggame.game.prefetch import next_pair_image
 from ratinggame.game.reports import REPORT_MAX_CHARS
 from ratinggame.game.withdrawal import rater_withdraw
@@ -166,10 +166,7 @@ def rate_response(
         "report_reasons": ReportReason.choices,
         "report": report or {},
         "report_max_chars": REPORT_MAX_CHARS,
-        "title": render_fragment(
-            "ratinggame/_play_title.html",
-            {"stage": served.stage, "served": served, "progress": progress.stage_progress(request.user, served.stage)},
-        ),
+        "title": play_title(served, progress.stage_progress(request.user, served.stage)),
         "image": image,
         "original_url": served.image_url,
         # Another caption of the same image needs nothing fetched.
