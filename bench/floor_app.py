@@ -66,6 +66,10 @@ def _cursor():
         _connection = psycopg2.connect(os.environ["DATABASE_URL"])
         # jsonb as text, as Django's backend reads it: the row shapes' field converters parse it.
         psycopg2.extras.register_default_jsonb(conn_or_curs=_connection, loads=lambda text: text)
+        _connection.autocommit = True
+        with _connection.cursor() as cursor:
+            cursor.execute(prepared.GENERIC_PLANS)  # as the game's connections (prepared.generic_plans)
+        _connection.autocommit = False
     return _connection.cursor()
 
 

@@ -73,10 +73,13 @@ def rate_next(user, value, clock: Clock, wait: float = WAIT) -> tuple[game.Serve
     return served, feedback
 
 
-def seed_ratings(pair: CaptionPair, values: list[int], at: datetime = T0 - timedelta(hours=2)) -> None:
-    """Game ratings of other raters already stored on ``pair`` (set up directly, aggregates in step)."""
-    for value in values:
-        user = rater(RaterState.GAME)
+def seed_ratings(
+    pair: CaptionPair, values: list[int], at: datetime = T0 - timedelta(hours=2), raters: list | None = None
+) -> None:
+    """Game ratings already stored on ``pair`` (set up directly, aggregates in step), by ``raters``
+    or else by new raters, one per value."""
+    for index, value in enumerate(values):
+        user = raters[index] if raters else rater(RaterState.GAME)
         assignment = Assignment.objects.create(
             rater=user, pair=pair, stage=Pool.GAME, served_at=at, expires_at=at + timedelta(hours=1), submitted_at=at
         )

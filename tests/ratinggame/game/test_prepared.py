@@ -10,7 +10,7 @@ from rest_framework.authtoken.models import Token
 from annotators.models import RaterState
 from ratinggame.game import sql
 from ratinggame.game.assignment import claim_avoiding
-from ratinggame.game.prepared import is_preparation, prepared_form
+from ratinggame.game.prepared import GENERIC_PLANS, is_preparation, prepared_form
 from tests.ratinggame.api_helpers import token_client
 from tests.ratinggame.journey_helpers import assert_pairs_consistent, game_pairs, rater
 
@@ -25,6 +25,7 @@ def test_the_prepared_form_numbers_the_placeholders_and_keeps_a_percent_sign():
     assert prepare == f"PREPARE {name} AS SELECT $1, '100%', $2"
     assert run == f"EXECUTE {name}(%s, %s)"
     assert is_preparation(prepare) and not is_preparation(run)  # what statement counts leave out
+    assert is_preparation(GENERIC_PLANS)
     assert prepared_form("SELECT 1", 0)[2] == f"EXECUTE {prepared_form('SELECT 1', 0)[0]}"
     assert prepared_form("SELECT %s", 1)[0] != prepared_form("SELECT %s + 1", 1)[0]
     with pytest.raises(ValueError, match="1 placeholders for 2 parameters"):
@@ -70,10 +71,10 @@ def test_a_connection_prepares_each_statement_of_the_rating_once_and_then_runs_a
     with connection.cursor() as cursor:
         cursor.execute("SELECT name, generic_plans, custom_plans FROM pg_prepared_statements")
         plans = {name: (generic, custom) for name, generic, custom in cursor.fetchall()}
-    # Each statement of a rating ran 11 times: PostgreSQL planned it for its first five runs
-    # (PREPARE's documented rule), then kept one generic plan that it ran with no planning.
+    # Each statement of a rating ran 11 times, all on its generic plan: PostgreSQL planned none of
+    # the runs (its own rule plans the first five and may go on planning each one).
     assert len(names) == 4
-    assert {plans[name] for name in names} == {(6, 5)}, plans
+    assert {plans[name] for name in names} == {(11, 0)}, plans
     # Among them the claim past the previous serve's image, the costliest to plan.
     assert prepared_form(claim_avoiding().sql, claim_avoiding().sql.count("%s"))[0] in names
 
@@ -100,9 +101,26 @@ def test_a_new_connection_prepares_again_and_a_rolled_back_transaction_keeps_wha
     assert [query["sql"][:11] for query in captured.captured_queries] == ["EXECUTE rg_"]
 
 
+@postgresql_only
+@pytest.mark.django_db(transaction=True)
+def test_each_new_connection_runs_generic_plans_and_a_rolled_back_transaction_keeps_the_setting(client):
+    connection.close()
+    with pytest.raises(RuntimeError), transaction.atomic():  # the connection is made in a transaction
+        connection.cursor().execute("SELECT 1")
+        raise RuntimeError("rolled back")
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW plan_cache_mode")
+        assert cursor.fetchone()[0] == "force_generic_plan"
+
+
 @pytest.mark.django_db(transaction=True)
 def test_with_prepared_statements_off_the_statements_go_as_they_are(client, settings):
     settings.RATINGGAME = {**settings.RATINGGAME, "PREPARED_STATEMENTS": False}
+    if connection.vendor == "postgresql":
+        connection.close()
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW plan_cache_mode")
+            assert cursor.fetchone()[0] == "auto"  # PostgreSQL's default: nothing set
     served = client.post("/api/game/next", format="json").json()
     for value in (2, 5):
         served, sent = _rate(client, served, value)
