@@ -294,3 +294,28 @@ def test_on_a_phone_the_rating_guide_covers_the_page_and_its_close_button_stays_
         assert page.evaluate("document.activeElement.dataset.guideOpen") == ""
         page.locator("label[for=value-4]").tap()
         assert page.evaluate(CHECKED) == ["4"]
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_the_feedback_in_place_and_the_title_above_it_give_the_same_game_score(live_server, chromium_path, fast, size):
+    """The title's score changed only with the next pair: beside the feedback in place it still gave
+    the score before the rating ("Score 0" over a panel saying "Game score 2")."""
+    for index in range(3):
+        CaptionPairFactory(image=photo_like_image(20 + index), caption=f"Game pair {index + 1}", primes=[3.0, 3.0])
+    player = rater(RaterState.GAME, window_count=20, window_points=40)  # qualified: feedback in place
+    with chromium(chromium_path) as browser:
+        hands = Rater(signed_in(browser, live_server, player, **SIZES[size]), size)
+        page = hands.page
+        page.goto(f"{live_server.url}/play/game/")
+        for _ in range(2):
+            hands.rate(3)
+            assert page.locator("#rating-form").count() == 1  # in place, not the feedback page
+            score = page.locator(".fb-item", has_text="Game score").locator("dd").inner_text()
+            player.rater.refresh_from_db()
+            assert score == str(player.rater.game_score) != "0"
+            assert page.locator("#progress").inner_text().startswith(f"Score {score}")
+            page.screenshot(path=str(ARTIFACTS / f"feedback-in-place-title-{size}.png"))
+            page.locator("#continue").click()
+            page.wait_for_selector("#submit-rating")
+            assert page.locator("#progress").inner_text().startswith(f"Score {score}")
+        page.context.close()
