@@ -12,10 +12,11 @@ from datetime import datetime
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
+from django.db.models import Count, Q
 
 from annotators.models import Participation, ProbationRound, RaterAction, SessionOutcome
 from annotators.study.settings import StudySettings, study
-from annotators.study.timing import rater_active_seconds
+from annotators.study.timing import active_seconds_sum
 from ratinggame.models import Rating, game_ratings
 
 ACTION_WORDS = {
@@ -47,9 +48,13 @@ def session_end_check(*, user: AbstractBaseUser, now: datetime) -> Participation
     if participation is None or participation.outcome:
         return participation  # not a participant (None), or their session ended already
     rules = study()
-    counted = Rating.objects.filter(game_ratings(), rater=user, excluded=False).count()
+    # One statement, whatever the session's length: the counted game ratings and the active time.
+    figures = Rating.objects.filter(rater=user).aggregate(
+        counted=Count("pk", filter=game_ratings() & Q(excluded=False)),
+        active=active_seconds_sum(rules.active_seconds_cap),
+    )
+    counted, seconds = figures["counted"], figures["active"].total_seconds()
     failed = ProbationRound.objects.filter(profile=participation.profile, passed=False).count()
-    seconds = rater_active_seconds(user.pk, rules.active_seconds_cap) if rules.quota_minutes else 0.0
     outcome = outcome_due(counted=counted, active_seconds=seconds, failed_rounds=failed, rules=rules)
     if outcome is None:
         return None

@@ -1,12 +1,14 @@
 """Active time (SPEC 7): the sum over a rater's ratings, every stage, of the time from the server's
 serve to the accepted submit, each capped (``StudySettings.active_seconds_cap``), so a rater who
-walked away is not paid for it. The one definition: the session quota and the pay report use it."""
+walked away is not paid for it. The one definition: the session quota and the pay report use it,
+the report row by row (``capped_seconds``), the quota summed by the database (``capped_duration``,
+the same rule as an expression; a test holds the two equal)."""
 
 from collections import defaultdict
-from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from django.db.models import Q
+from django.db.models import DurationField, ExpressionWrapper, F, Q, Sum, Value
+from django.db.models.functions import Greatest, Least
 
 from ratinggame.models import Rating
 
@@ -16,14 +18,18 @@ def capped_seconds(served_at: datetime, submitted_at: datetime, cap: float) -> f
     return min(cap, max(0.0, (submitted_at - served_at).total_seconds()))
 
 
-def active_seconds(rows: Iterable[tuple[datetime, datetime]], cap: float) -> float:
-    return sum(capped_seconds(served, submitted, cap) for served, submitted in rows)
+def capped_duration(cap: float) -> Least:
+    """``capped_seconds`` as a database expression over a rating's row (a duration)."""
+    taken = ExpressionWrapper(F("submitted_at") - F("served_at"), output_field=DurationField())
+    never_negative = Greatest(taken, Value(timedelta(0), output_field=DurationField()))
+    return Least(never_negative, Value(timedelta(seconds=cap), output_field=DurationField()))
 
 
-def rater_active_seconds(user_id: int, cap: float) -> float:
-    """A rater's active seconds over all their ratings (excluded ones too: they took the time)."""
-    rows = Rating.objects.filter(rater_id=user_id).values_list("served_at", "submitted_at")
-    return active_seconds(rows.iterator(chunk_size=2000), cap)
+def active_seconds_sum(cap: float) -> Sum:
+    """A rater's active seconds as an aggregate over their ratings (excluded ones too: they took
+    the time), summed where the rows are: a participant's quota is checked after every rating, and
+    reading each of their ratings back made that grow with their session."""
+    return Sum(capped_duration(cap), default=Value(timedelta(0), output_field=DurationField()))
 
 
 def active_seconds_by_rater(where: Q, cap: float) -> dict[int, float]:

@@ -2,18 +2,23 @@
 (or active minutes) completes it with the completion code and a way back to the platform; failing
 probation the set number of rounds screens the rater out with its own code; both are logged."""
 
+import random
 from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from annotators.models import Participation, RaterAction, RaterProfile, RaterState, SessionOutcome
-from annotators.study.completion import outcome_due
+from annotators.study.completion import outcome_due, session_end_check
 from annotators.study.report import pay_period, pay_report
 from annotators.study.settings import study
+from annotators.study.timing import active_seconds_sum, capped_seconds
 from ratinggame import game
+from ratinggame.models import Rating
 from tests.factories import TutorialPairFactory, rating_record
 from tests.ratinggame.api_helpers import token_client
 from tests.ratinggame.journey_helpers import T0, Clock, game_pairs, probation_pairs, rate_next, rater
@@ -191,3 +196,45 @@ def test_the_api_tells_a_participant_their_session_ended(client, quota):
         "return_url": "https://app.prolific.com/submissions/complete?cc=C7QUOTA1",
         "may_rate_on": False,
     }
+
+
+def test_the_database_sums_active_time_as_the_rule_caps_each_rating():
+    """The quota's sum (``active_seconds_sum``, in the database) against the pay report's rule
+    row by row (``capped_seconds``): durations under, at and over the cap, to the microsecond."""
+    user = rater(RaterState.GAME)
+    rng = random.Random(7)
+    durations = [0.0, 59.999999, 60.0, 60.000001, 3600.0] + [round(rng.uniform(0, 150), 6) for _ in range(40)]
+    for pair, seconds in zip(game_pairs(len(durations)), durations, strict=True):
+        rating_record(rater=user, pair=pair, value=3, seconds=seconds)
+    rows = Rating.objects.filter(rater=user).values_list("served_at", "submitted_at")
+    expected = sum(capped_seconds(served, submitted, 60.0) for served, submitted in rows)
+    summed = Rating.objects.filter(rater=user).aggregate(total=active_seconds_sum(60.0))["total"]
+    assert summed.total_seconds() == pytest.approx(expected, abs=1e-6)
+    assert expected == pytest.approx(sum(min(60.0, s) for s in durations), abs=1e-5)
+    none = Rating.objects.filter(rater=user, value=5).aggregate(total=active_seconds_sum(60.0))["total"]
+    assert none == timedelta(0)
+
+
+def test_a_participants_quota_check_reads_the_same_statements_however_long_the_session(client, quota, settings):
+    """Checked after every rating: one aggregate for the counted ratings and the active time,
+    not a row per rating read back (it grew with the session)."""
+    settings.RATINGGAME_STUDY = {**settings.RATINGGAME_STUDY, "QUOTA_RATINGS": 0, "QUOTA_MINUTES": 30}
+    profile = participant(client)
+
+    def statements_and_rows() -> tuple[int, int]:
+        with CaptureQueriesContext(connection) as captured:
+            assert session_end_check(user=profile.user, now=T0) is None
+        return len(captured), sum("served_at" in query["sql"] and "SUM(" not in query["sql"] for query in captured)
+
+    pairs = game_pairs(60)
+    for pair in pairs[:5]:
+        rating_record(rater=profile.user, pair=pair, value=3, seconds=20)
+    few = statements_and_rows()
+    for pair in pairs[5:]:
+        rating_record(rater=profile.user, pair=pair, value=3, seconds=20)
+    assert statements_and_rows() == few and few[1] == 0
+    # 60 ratings of 20 s are 20 minutes: under the quota; 30 more reach it.
+    for pair in game_pairs(30):
+        rating_record(rater=profile.user, pair=pair, value=3, seconds=20)
+    ended = session_end_check(user=profile.user, now=T0)
+    assert ended is not None and ended.outcome == SessionOutcome.COMPLETED

@@ -19,7 +19,7 @@ next pair's claim (1); the writes (1 on PostgreSQL, ``ratinggame.game.sql.write_
 elsewhere: assignment closed, pair, profile, rating, next pair, next assignment); COMMIT. The
 page's answer (its feedback panel and the next pair) is rendered from what the rating returned;
 for a study participant (read with the session), whether the rating ended their session (SPEC 7:
-3 statements more). Before this path (issue 22) the
+``PARTICIPANT``, 3 statements more, whatever the session's length). Before this path (issue 22) the
 same rating through the pages took three requests and 34 statements.
 
 The first time a connection runs each of these statements it also prepares it on PostgreSQL
@@ -37,8 +37,9 @@ from django.core.cache import cache
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
-from annotators.models import RaterState
+from annotators.models import RaterProfile, RaterState
 from ratinggame.game.prepared import is_preparation
 from tests.ratinggame.api_helpers import token_client
 from tests.ratinggame.journey_helpers import assert_pairs_consistent, game_pairs, rater
@@ -48,6 +49,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 ONE_REQUEST = {"postgresql": 6, "sqlite": 11}
 TWO_REQUESTS = {"postgresql": 13, "sqlite": 18}
 PAGE = {"postgresql": 6, "sqlite": 11}
+PARTICIPANT = 3  # the session-end check of a study participant, on the page
 
 
 @pytest.fixture
@@ -153,3 +155,36 @@ def test_a_control_pair_costs_one_statement_more_to_rate(settings):
         costs.append(cost)
     assert len(set(costs)) == 1, costs
     assert costs[0] <= ONE_REQUEST[connection.vendor] + 1, costs
+
+
+def test_a_study_participants_rating_through_the_page_costs_the_documented_statements_more(settings):
+    """Whether the rating ended the participant's session (SPEC 7), with the active-minutes quota
+    on: the same number of statements for every rating, however many came before."""
+    cache.clear()
+    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 0, "CONTROL_EVERY": 0}
+    settings.RATINGGAME_STUDY = {**settings.RATINGGAME_STUDY, "QUOTA_RATINGS": 0, "QUOTA_MINUTES": 600}
+    game_pairs(12, primes=[3.0, 4.0])
+    browser = Client(enforce_csrf_checks=True)
+    browser.get("/study/enter/", {"PROLIFIC_PID": "60a1b2c3d4e5f60718293a4b", "STUDY_ID": "s", "SESSION_ID": "x"})
+    RaterProfile.objects.filter(participation__isnull=False).update(
+        consent_at=timezone.now(),
+        state=RaterState.GAME,
+        game_entered_at=timezone.now(),
+        window_count=20,
+        window_points=40,
+    )
+    page = browser.get("/play/game/", follow=True)
+    token = browser.cookies["csrftoken"].value
+    assignment = page.context["served"].assignment_id
+    costs = []
+    for value in (1, 4, 5, 2, 3):
+        with CaptureQueriesContext(connection) as captured:
+            answer = browser.post(
+                "/play/submit/", {"assignment": assignment, "value": value}, headers={"X-CSRFToken": token}
+            )
+        body = answer.json()
+        assert "feedback" in body, body
+        assignment = body["next"]["assignment_id"]
+        costs.append(sent(captured))
+    assert len(set(costs)) == 1, costs
+    assert costs[0] <= PAGE[connection.vendor] + PARTICIPANT, costs
