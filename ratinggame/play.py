@@ -18,7 +18,7 @@ script says why and keeps the choice), the others also name the page to open (``
 """
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
 from django.conf import settings
@@ -121,6 +121,8 @@ def _answer(request: HttpRequest, feedback: "game.Feedback", value: str, now, *,
         # holds (any masked token of the session's secret is valid). Masking one per answer took
         # two random strings and a CSRF cookie sent again with every rating.
     }
+    progress = _progress_after(request, feedback, served)
+    next_title = play_title(served, progress)
     return {
         "feedback": {
             "url": feedback_url,
@@ -128,8 +130,9 @@ def _answer(request: HttpRequest, feedback: "game.Feedback", value: str, now, *,
             "html": render_fragment("ratinggame/_feedback_in_place.html", context),
             "announce": announcement(feedback, None),
             "points_class": context["points_class"],
+            "title_html": _rated_title(served, progress, next_title),
         },
-        "next": _next_pair(request, feedback, served, now),
+        "next": _next_pair(served, next_title, now),
     }
 
 
@@ -171,11 +174,23 @@ def _dispute_offered(feedback: "game.Feedback") -> bool:
     return services.dispute_refusal(rating, disputed=False) is None
 
 
-def _next_pair(request: HttpRequest, feedback: "game.Feedback", served: "game.Served", now) -> dict:
+def _progress_after(request: HttpRequest, feedback: "game.Feedback", served: "game.Served") -> StageProgress:
+    """The rater's progress in the stage after this rating (``served``, the next pair, is of the same stage)."""
     if served.stage == Pool.GAME:
-        progress = StageProgress(stage=Pool.GAME, score=feedback.stage_total, window=feedback.window)
-    else:
-        progress = stage_progress(request.user, served.stage)
+        return StageProgress(stage=Pool.GAME, score=feedback.stage_total, window=feedback.window)
+    return stage_progress(request.user, served.stage)
+
+
+def _rated_title(served: "game.Served", progress: StageProgress, next_title: str) -> str:
+    """The screen's title beside the feedback: the progress after this rating, as the panel gives
+    it; the tutorial's and probation's name the pair just rated (the one before ``served``), the
+    game's name no pair (the next pair's title, as it is)."""
+    if not served.total:
+        return next_title
+    return play_title(replace(served, position=served.position - 1), progress)
+
+
+def _next_pair(served: "game.Served", title_html: str, now) -> dict:
     image = display_image(served.image)
     return {
         "assignment_id": served.assignment_id,
@@ -185,5 +200,5 @@ def _next_pair(request: HttpRequest, feedback: "game.Feedback", served: "game.Se
         "original_url": served.image_url,
         "wait_ms": max(0, round((served.min_submit_at - now).total_seconds() * 1000)),
         "min_ms": round(journey.min_seconds(served.stage) * 1000),
-        "title_html": play_title(served, progress),
+        "title_html": title_html,
     }

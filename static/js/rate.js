@@ -227,11 +227,8 @@ script the form posts as a page.
     panel.hidden = false;
     window.history.pushState({ screen: "feedback" }, "", body.feedback.url);
     announce.textContent = body.feedback.announce;
-    if (form.dataset.stage === "game") {
-      // The title's score, level and window are the rater's after this rating, as the panel says
-      // (the next pair's title says it; in the tutorial and probation it names the next pair).
-      document.getElementById("play-title").innerHTML = upcoming.title_html;
-    }
+    // The title's points, level and window are the rater's after this rating, as the panel says.
+    document.getElementById("play-title").innerHTML = body.feedback.title_html;
     var next = document.getElementById("continue");
     next.addEventListener("click", function (event) {
       event.preventDefault();

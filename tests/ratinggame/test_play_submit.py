@@ -194,3 +194,17 @@ def test_the_api_answers_the_same_through_its_hot_path_and_through_drf(quick, mo
     refused = browser.post("/api/game/submit", {"assignment_id": next_id, "value": 3}, format="json")
     assert refused.status_code == 403
     assert not Rating.objects.filter(assignment_id=next_id).exists()
+
+
+def test_the_title_beside_the_in_place_feedback_names_the_pair_rated_with_its_points_counted(quick):
+    """The tutorial's title beside the feedback: the pair just rated, the points after it (as
+    the panel's total), and Next's title the pair after it."""
+    tutorial_pairs([3, 3, 3])
+    browser, token, assignment = browser_of(rater(RaterState.TUTORIAL))
+    before = browser.get(f"/play/tutorial/{assignment}/").content.decode()
+    assert "Tutorial 1 of 3" in before and "0 of 6 points" in before
+    body = browser.post("/play/submit/", {"assignment": assignment, "value": 3}, headers={"X-CSRFToken": token}).json()
+    beside, following = body["feedback"]["title_html"], body["next"]["title_html"]
+    assert "Tutorial 1 of 3" in beside and "2 of 6 points" in beside  # was 0 of 6 until Next
+    assert "Tutorial 2 of 3" in following and "2 of 6 points" in following
+    assert '<dd class="fb-big">2 <span class="of">of 6</span>' in body["feedback"]["html"]  # the panel's total

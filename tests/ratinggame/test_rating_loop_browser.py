@@ -319,3 +319,28 @@ def test_the_feedback_in_place_and_the_title_above_it_give_the_same_game_score(l
             page.wait_for_selector("#submit-rating")
             assert page.locator("#progress").inner_text().startswith(f"Score {score}")
         page.context.close()
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_in_the_tutorial_the_title_beside_the_feedback_counts_the_points_of_the_pair_rated(
+    live_server, chromium_path, fast, size
+):
+    """The tutorial's title kept "0 of 6 points" beside a panel saying "Total so far 2 of 6"."""
+    for index in range(3):
+        TutorialPairFactory(image=photo_like_image(40 + index), expert_rating=3, display_order=index)
+    player = rater(RaterState.TUTORIAL)
+    with chromium(chromium_path) as browser:
+        hands = Rater(signed_in(browser, live_server, player, **SIZES[size]), size)
+        page = hands.page
+        page.goto(f"{live_server.url}/play/tutorial/")
+        hands.rate(3)
+        assert page.locator("#rating-form").count() == 1  # in place, not the feedback page
+        total = page.locator(".fb-item", has_text="Total so far").locator("dd").inner_text()
+        assert total.split()[0] == "2"
+        assert page.locator("#play-title h1").inner_text() == "Tutorial 1 of 3"
+        assert page.locator("#progress").inner_text().startswith("2 of 6 points")
+        page.locator("#continue").click()
+        page.wait_for_selector("#submit-rating")
+        assert page.locator("#play-title h1").inner_text() == "Tutorial 2 of 3"
+        assert page.locator("#progress").inner_text().startswith("2 of 6 points")
+        page.context.close()
