@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from django.http import HttpRequest, HttpResponse
 
 HEADER = "X-Request-ID"
+META_KEY = "HTTP_X_REQUEST_ID"  # the header as WSGI names it
 # Letters, digits and -_.: only, up to 128 characters: anything else (spaces, newlines that
 # could forge log lines, very long values) is replaced by a fresh id.
 _SANE = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -40,7 +41,8 @@ class RequestIdMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        request_id = request_id_from(request.headers.get(HEADER))
+        # From META: ``request.headers`` would build a mapping of every header to read this one.
+        request_id = request_id_from(request.META.get(META_KEY))
         request.request_id = request_id
         token = request_id_var.set(request_id)
         started = time.perf_counter()

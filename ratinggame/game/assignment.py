@@ -50,7 +50,7 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models import Exists, OuterRef, QuerySet
 
 from annotators.journey import seeded_draw
-from ratinggame.game.prepared import execute_on
+from ratinggame.game.cursor import fetch_one
 from ratinggame.game.sql import IMAGE, PAIR, ImageRow, PairRow, Statement, column, statement, table
 from ratinggame.models import (
     MAX_HUMAN_RATINGS,
@@ -108,9 +108,10 @@ def order_start(seed: int, serve: int) -> int:
     return seeded_draw(seed, serve, 1, bound=ORDER_KEY_LIMIT)
 
 
-def _probes(start: int) -> Iterator[tuple[int, int, int]]:
+def _probes(start: int | str) -> Iterator[tuple[int, int | str, int | str]]:
     """(rank, lowest key, key limit) of every probe, best first: each rank from ``start`` on,
-    then from the beginning up to ``start`` (the wrap)."""
+    then from the beginning up to ``start`` (the wrap). ``start`` is a key, or the claim's
+    placeholder for it."""
     for rank in RANKS:
         yield rank, start, ORDER_KEY_LIMIT
         yield rank, 0, start
@@ -188,26 +189,18 @@ def _slot_take(pair):
     return pair
 
 
-def claim_statement_and_params(rater_id: int, start: int, avoid_image: int | None) -> tuple[str, list]:
-    """The claim's SQL and its parameters for this rater and serve."""
-    avoiding = avoid_image is not None
-    sql = (claim_avoiding() if avoiding else claim()).sql
-    params = []
-    for rank, low, limit in _probes(start):
-        params += [rank, low, limit, avoid_image, rater_id] if avoiding else [rank, low, limit, rater_id]
-    if avoiding:
-        for rank, low, limit in _probes(start):
-            params += [rank, low, limit, rater_id]
-    return sql, params
+def claim_statement_and_params(rater_id: int, start: int, avoid_image: int | None) -> tuple[str, dict]:
+    """The claim's SQL and its parameters for this rater and serve (named: each is sent once,
+    however many probes use it)."""
+    if avoid_image is None:
+        return claim().sql, {"start": start, "rater": rater_id}
+    return claim_avoiding().sql, {"start": start, "rater": rater_id, "avoid_image": avoid_image}
 
 
 def _claim_one(rater_id: int, start: int, avoid_image: int | None) -> tuple[PairRow, ImageRow] | None:
     """The first free pair of the rater's order, row-locked, with its image: one statement."""
     sql, params = claim_statement_and_params(rater_id, start, avoid_image)
-    db = connections[DEFAULT_DB_ALIAS]
-    with db.cursor() as cursor:
-        execute_on(db, cursor, sql, params)
-        row = cursor.fetchone()
+    row = fetch_one(connections[DEFAULT_DB_ALIAS], sql, params)
     if row is None:
         return None
     return PAIR.read(row[: PAIR.width]), IMAGE.read(row[PAIR.width :])
@@ -222,16 +215,13 @@ def _claim_statement(vendor: str, avoiding: bool) -> Statement:
     pool, rank, key, image = (column(CaptionPair, name) for name in ("pool", "assign_rank", "order_key", "image"))
     seen_rater, seen_pair, seen_stage = (column(Assignment, name) for name in ("rater", "pair", "stage"))
 
-    def probe(index: int, avoid: bool) -> str:
-        not_image = f" AND w.{image} <> %s" if avoid else ""
+    def probe(index: int, rank_value: int, low: str, limit: str, avoid: bool) -> str:
+        not_image = f" AND w.{image} <> %(avoid_image)s" if avoid else ""
         return (
             # The window: the first PROBE_WINDOW entries of the rank from the probe's key on.
             f'SELECT * FROM (SELECT q."id" FROM (SELECT w."id", w.{key} '  # noqa: S608 - names from the models
-            f"FROM {table(CaptionPair)} w WHERE w.{pool} = '{Pool.GAME.value}' AND w.{rank} = %s "
-            # The limit may be ORDER_KEY_LIMIT itself, one past the column's integer range: a
-            # bigint, or a prepared statement (which takes each parameter's type from its
-            # column) would refuse it.
-            f"AND w.{key} >= %s AND w.{key} < CAST(%s AS bigint){not_image} "
+            f"FROM {table(CaptionPair)} w WHERE w.{pool} = '{Pool.GAME.value}' AND w.{rank} = {rank_value} "
+            f"AND w.{key} >= {low} AND w.{key} < {limit}{not_image} "
             f"ORDER BY w.{key} LIMIT {PROBE_WINDOW}) AS win "
             # Then each pair of the window in order, its row read again by its key: the lock's
             # recheck sees the latest version, and a pair that has taken its last rater meanwhile
@@ -239,15 +229,19 @@ def _claim_statement(vendor: str, avoiding: bool) -> Statement:
             # again for each pair of the window.)
             f'JOIN {table(CaptionPair)} q ON q."id" = win."id" '
             f"WHERE q.{rank} IS NOT NULL "
-            f"AND NOT EXISTS (SELECT 1 FROM {table(Assignment)} s WHERE s.{seen_rater} = %s "
+            f"AND NOT EXISTS (SELECT 1 FROM {table(Assignment)} s WHERE s.{seen_rater} = %(rater)s "
             f"AND s.{seen_pair} = q.\"id\" AND s.{seen_stage} = '{Pool.GAME.value}'{SEEN_FENCE}) "
             f"ORDER BY win.{key} LIMIT 1{lock}) AS b{index}"
         )
 
-    count = len(RANKS) * 2
-    branches = [probe(i, avoiding) for i in range(count)]
+    # The probes of ``_probes`` with the serve's start point a parameter, sent once for all of
+    # them; the ranks and the ends of the key space are the code's own numbers, written in. (The
+    # limit may be ORDER_KEY_LIMIT, one past the column's integer range: written in, PostgreSQL
+    # reads it as a bigint.)
+    ranges = list(_probes("%(start)s"))
+    branches = [probe(i, *found, avoid=avoiding) for i, found in enumerate(ranges)]
     if avoiding:
-        branches += [probe(count + i, False) for i in range(count)]
+        branches += [probe(len(ranges) + i, *found, avoid=False) for i, found in enumerate(ranges)]
     # The outer read locks the row again (it holds the lock already): in READ COMMITTED that makes
     # it return the row's latest version, as the probe saw it, not the statement's snapshot, which
     # a rating committed meanwhile may have overtaken (its counters would then be stale).

@@ -17,23 +17,20 @@ from ratinggame.game.sql import IMAGE, PAIR, ImageRow, PairRow, control_candidat
 
 def control_pick(*, rater_id: int, seed: int, avoid_image: int | None = None) -> tuple[PairRow, ImageRow] | None:
     """The control pair to serve the rater now, with its image; None when there is none."""
-    candidates = []
-    for row in control_candidates().fetchall(rater_id, rater_id):
-        pair, image = PAIR.read(row[: PAIR.width]), IMAGE.read(row[PAIR.width : PAIR.width + IMAGE.width])
-        last_served, skipped = row[-2], row[-1]
-        if not skipped:
-            candidates.append((pair, image, last_served))
+    pair_id_at, image_id_at = PAIR.names.index("id"), PAIR.names.index("image")
+    # The order reads a few columns of each candidate as they come; only the one served is read whole.
+    candidates = [row for row in control_candidates().fetchall(rater_id, rater_id) if not row[-1]]  # not skipped
     if not candidates:
         return None
-    others = [found for found in candidates if found[0].image_id != avoid_image] or candidates
+    others = [row for row in candidates if row[image_id_at] != avoid_image] or candidates
 
-    def order(found: tuple) -> tuple:
-        pair, _, last_served = found
+    def order(row: tuple) -> tuple:
+        last_served = row[-2]
         # Never served first (in the rater's own order), then the one served longest ago.
-        return (last_served is not None, str(last_served or ""), seeded_draw(seed, pair.id, bound=2**31))
+        return (last_served is not None, str(last_served or ""), seeded_draw(seed, row[pair_id_at], bound=2**31))
 
-    pair, image, _ = min(others, key=order)
-    return pair, image
+    row = min(others, key=order)
+    return PAIR.read(row[: PAIR.width]), IMAGE.read(row[PAIR.width : PAIR.width + IMAGE.width])
 
 
 def control_results(*, rater_id: int, since: datetime, include: ControlResult) -> list[ControlResult]:

@@ -40,35 +40,67 @@ import functools
 import hashlib
 import re
 import weakref
+from collections.abc import Mapping
 
 from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 
 # The statements each connection has prepared, by the connection (the driver's own object).
 _prepared: "weakref.WeakKeyDictionary[object, set[str]]" = weakref.WeakKeyDictionary()
 
 
-@functools.cache
-def prepared_form(sql: str, count: int) -> tuple[str, str, str]:
-    """(name, PREPARE statement, EXECUTE template) of ``sql`` with ``count`` parameters.
+# A placeholder of the driver's form: positional (%s) or named (%(name)s), or a percent sign (%%).
+_PLACEHOLDER = re.compile(r"%(?:\((\w+)\))?s|%%")
 
-    ``sql`` is the driver's form (``%s`` placeholders, ``%%`` for a percent sign); the name is
-    the SQL's digest, so every process names a statement alike (``pg_prepared_statements``).
+
+@functools.cache
+def prepared_form(sql: str, count: int | None) -> tuple[str, str, str]:
+    """(name, PREPARE statement, EXECUTE template) of ``sql`` with ``count`` positional parameters,
+    or (``count`` None) with named ones.
+
+    ``sql`` is the driver's form (``%s`` placeholders, or ``%(name)s`` ones, which the parameters
+    give as a mapping; ``%%`` for a percent sign). A named parameter is numbered once, where it first
+    appears, and every use of it is the same ``$n``: a value the statement uses in several places
+    (the rater, the serve's start point in each probe of the claim) is sent once. The name is the
+    SQL's digest, so every process names a statement alike (``pg_prepared_statements``).
     """
-    numbered = 0
+    numbers: dict[str, int] = {}
+    positional = 0
 
     def number(found: re.Match) -> str:
-        nonlocal numbered
+        nonlocal positional
         if found.group() == "%%":
             return "%"
-        numbered += 1
-        return f"${numbered}"
+        if found.group(1) is None:
+            positional += 1
+            return f"${positional}"
+        return f"${numbers.setdefault(found.group(1), len(numbers) + 1)}"
 
-    body = re.sub(r"%[s%]", number, sql)
-    if numbered != count:
-        raise ValueError(f"the SQL has {numbered} placeholders for {count} parameters")
+    body = _PLACEHOLDER.sub(number, sql)
+    if positional and numbers:
+        raise ValueError("the SQL mixes positional and named placeholders")
+    if count is None and positional:
+        raise ValueError(f"the SQL has {positional} positional placeholders for named parameters")
+    if count is not None and (numbers or positional != count):
+        raise ValueError(f"the SQL has {positional or len(numbers)} placeholders for {count} parameters")
     name = "rg_" + hashlib.blake2s(sql.encode(), digest_size=10).hexdigest()
-    arguments = f"({', '.join(['%s'] * count)})" if count else ""
-    return name, f"PREPARE {name} AS {body}", f"EXECUTE {name}{arguments}"
+    arguments = [f"%({key})s" for key in numbers] if count is None else ["%s"] * count
+    run = f"EXECUTE {name}({', '.join(arguments)})" if arguments else f"EXECUTE {name}"
+    return name, f"PREPARE {name} AS {body}", run
+
+
+@functools.cache
+def enabled() -> bool:
+    """Whether prepared statements are on (``RATINGGAME["PREPARED_STATEMENTS"]``): read once, and
+    again after a change of settings, not before every statement of every rating."""
+    return bool(settings.RATINGGAME["PREPARED_STATEMENTS"])
+
+
+@receiver(setting_changed)
+def _settings_changed(*, setting, **kwargs) -> None:
+    if setting == "RATINGGAME":
+        enabled.cache_clear()
 
 
 GENERIC_PLANS = "SET plan_cache_mode = force_generic_plan"
@@ -78,7 +110,7 @@ def generic_plans(sender, connection, **kwargs) -> None:
     """On each new connection (Django's ``connection_created``, in autocommit, so that no rolled
     back transaction takes it back): prepared statements run their generic plan, for the
     reasons the module's docstring gives."""
-    if connection.vendor == "postgresql" and settings.RATINGGAME["PREPARED_STATEMENTS"]:
+    if connection.vendor == "postgresql" and enabled():
         with connection.cursor() as cursor:
             cursor.execute(GENERIC_PLANS)
 
@@ -96,15 +128,16 @@ def execute_on(db, cursor, sql: str, params) -> None:
 
 
 def execute(cursor, raw_connection, vendor: str, sql: str, params) -> None:
-    """Run ``sql`` with ``params`` on ``cursor``, prepared where this module's docstring says.
+    """Run ``sql`` with ``params`` (a sequence, or a mapping for named placeholders) on ``cursor``,
+    prepared where this module's docstring says.
 
     ``raw_connection`` is the driver's connection the cursor belongs to (Django's
     ``connection.connection``), which a prepared statement lives as long as.
     """
-    if vendor != "postgresql" or not settings.RATINGGAME["PREPARED_STATEMENTS"]:
+    if vendor != "postgresql" or not enabled():
         cursor.execute(sql, params)
         return
-    name, prepare, run = prepared_form(sql, len(params))
+    name, prepare, run = prepared_form(sql, None if isinstance(params, Mapping) else len(params))
     done = _prepared.get(raw_connection)
     if done is None:
         done = _prepared[raw_connection] = set()

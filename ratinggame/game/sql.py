@@ -3,9 +3,12 @@
 A rating and the next serve are the product's unit of work: each statement of that path is
 written here once, its table and column names taken from the models (the models stay the
 schema's one home), and kept per database vendor for the life of the process. Values go out
-prepared by their model fields (``Field.get_db_prep_save``) and come back through the fields'
-own database converters (``RowShape.read``), so a timestamp is aware and a JSON column a list,
-exactly as a queryset would give them, without building queries or model instances on the way.
+as their model fields prepare them (``Field.get_db_prep_save``; a value its field would not
+change, a whole number for an integer column, goes as it is: ``prepared``) and come back through
+the fields' own database converters (``RowShape.read``, for the columns that have any), so a
+timestamp is aware and a JSON column a list, exactly as a queryset would give them, without
+building queries or model instances on the way. They run on the game's cursor
+(``ratinggame.game.cursor``).
 
 ``STATEMENTS`` lists every statement with the model fields it names: a test checks each name
 against the models, and runs each statement, so a migration cannot leave one behind.
@@ -22,12 +25,12 @@ from datetime import datetime
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, connections, models
 from django.db.models import Model
 from rest_framework.authtoken.models import Token
 
 from annotators.models import Participation, RaterProfile
-from ratinggame.game.prepared import execute_on
+from ratinggame.game.cursor import fetch_all, fetch_one
 from ratinggame.models import Assignment, CaptionPair, Image, Pool, Rating, Session
 
 GAME = Pool.GAME.value
@@ -36,9 +39,15 @@ CONTROL = Pool.CONTROL.value
 
 def _db():
     """This thread's database connection itself: ``django.db.connection`` is a proxy that looks it
-    up on every attribute read, and the game's statements read it some fifty times a rating (every
-    parameter prepared and value converted asks it for its operations)."""
+    up on every attribute read (and ``connections[...]`` looks it up in a thread-local store: once
+    per statement, not per value)."""
     return connections[DEFAULT_DB_ALIAS]
+
+
+@functools.cache
+def _vendor() -> str:
+    """The database's vendor: one database for the life of the process."""
+    return _db().vendor
 
 
 # --- Rows: what the game reads of each table --------------------------------------------------------
@@ -140,15 +149,20 @@ class RowShape:
     def names(self) -> tuple[str, ...]:
         return tuple(field.name for field in self.fields)
 
-    def _converters_now(self, db) -> list:
-        found = self._converters.get(db.vendor)
+    def _converters_now(self) -> list:
+        """(column index, converters, expression, connection) of the columns whose values the
+        database gives otherwise than the model's field holds them (a JSON column's text, SQLite's
+        timestamps): built once per process; the other columns' values are the fields' own."""
+        found = self._converters.get(_vendor())
         if found is None:
+            db = _db()
             found = []
-            for field in self.fields:
+            for index, field in enumerate(self.fields):
                 expression = field.get_col(self.model._meta.db_table)
                 chain = db.ops.get_db_converters(expression) + field.get_db_converters(db)
-                found.append((chain, expression))
-            self._converters[db.vendor] = found
+                if chain:
+                    found.append((index, chain, expression, db))
+            self._converters[_vendor()] = found
         return found
 
     def of(self, instance: Model) -> object:
@@ -158,13 +172,15 @@ class RowShape:
         return self.row_type(*(value.name if hasattr(value, "storage") else value for value in values))
 
     def read(self, values) -> object:
-        db = _db()
-        converted = []
-        for value, (chain, expression) in zip(values, self._converters_now(db), strict=True):
-            for converter in chain:
-                value = converter(value, expression, db)
-            converted.append(value)
-        return self.row_type(*converted)
+        converters = self._converters_now()
+        if converters:
+            values = list(values)
+            for index, chain, expression, db in converters:
+                value = values[index]
+                for converter in chain:
+                    value = converter(value, expression, db)
+                values[index] = value
+        return self.row_type(*values)
 
 
 PROFILE = RowShape(ProfileRow, RaterProfile)
@@ -182,6 +198,47 @@ def column(model: type[Model], name: str) -> str:
     return f'"{model._meta.get_field(name).column}"'
 
 
+# --- Parameters -----------------------------------------------------------------------------------
+
+# Fields whose database value is the Python value itself when it has the type named: their
+# ``get_db_prep_save`` is then ``bool(value)``, ``int(value)`` or ``str(value)`` (a foreign key's
+# is its target's), and on PostgreSQL an aware timestamp's is the timestamp (the driver adapts it).
+# Such a value goes out as it is; any other value (a naive timestamp, a string for a number), and
+# every value of another field (a JSON column), is prepared by its field, as ``save`` prepares it.
+_PLAIN = ((models.BooleanField, bool), (models.IntegerField, int), (models.CharField, str), (models.TextField, str))
+
+
+def plain_type(field: models.Field | None, vendor: str) -> type | None:
+    """The type whose values ``field`` stores as they are on ``vendor`` (None: every value is prepared)."""
+    if isinstance(field, models.ForeignKey):
+        field = field.target_field
+    if vendor == "postgresql" and isinstance(field, models.DateTimeField):
+        return datetime
+    return next((kind for base, kind in _PLAIN if isinstance(field, base)), None)
+
+
+def preparers(fields, vendor: str) -> tuple:
+    """(field, plain type) of each parameter's field, for ``prepared``."""
+    return tuple((field, plain_type(field, vendor)) for field in fields)
+
+
+def prepared(preparers_: tuple, values, db) -> list:
+    """The parameters as the database takes them: each value prepared by its field (a field of
+    None: passed as is), a plain value of a plain field as it is."""
+    return [
+        value if field is None or _plain(value, kind) else field.get_db_prep_save(value, db)
+        for (field, kind), value in zip(preparers_, values, strict=True)
+    ]
+
+
+def _plain(value, kind: type | None) -> bool:
+    if kind is None:
+        return False
+    if value is None:
+        return True
+    return type(value) is kind and (kind is not datetime or value.tzinfo is not None)
+
+
 # --- Statements -----------------------------------------------------------------------------------
 
 
@@ -193,25 +250,23 @@ class Statement:
     names: dict  # model -> field names the SQL uses (checked against the models by a test)
     param_fields: tuple = ()  # the model field each parameter is prepared by (None: passed as is)
 
+    def __post_init__(self) -> None:
+        # A statement does not know its database: its timestamps go through their field (the
+        # writes, which know it, send an aware timestamp as it is on PostgreSQL).
+        object.__setattr__(self, "_preparers", preparers(self.param_fields, ""))
+
     def params(self, values, db) -> list:
         if not self.param_fields:
             return list(values)
-        return [
-            value if field is None else field.get_db_prep_save(value, db)
-            for field, value in zip(self.param_fields, values, strict=True)
-        ]
+        return prepared(self._preparers, values, db)
 
     def fetchone(self, *values):
         db = _db()
-        with db.cursor() as cursor:
-            execute_on(db, cursor, self.sql, self.params(values, db))
-            return cursor.fetchone()
+        return fetch_one(db, self.sql, self.params(values, db))
 
     def fetchall(self, *values) -> list:
         db = _db()
-        with db.cursor() as cursor:
-            execute_on(db, cursor, self.sql, self.params(values, db))
-            return cursor.fetchall()
+        return fetch_all(db, self.sql, self.params(values, db))
 
 
 STATEMENTS: dict[str, Callable[[str], Statement]] = {}
@@ -223,7 +278,7 @@ def statement(builder: Callable[[str], Statement]) -> Callable[[], Statement]:
     STATEMENTS[builder.__name__] = cached
 
     def current() -> Statement:
-        return cached(_db().vendor)
+        return cached(_vendor())
 
     current.__name__ = builder.__name__
     current.__doc__ = builder.__doc__
@@ -416,27 +471,26 @@ class Write:
 class WritePlan:
     """Writes sent together (see above); built once per vendor and shape by ``write_plan``."""
 
+    vendor: str
     writes: tuple[Write, ...]
     sql: tuple[str, ...]  # one statement on PostgreSQL, one per write elsewhere
     param_fields: tuple[tuple, ...]
 
+    def __post_init__(self) -> None:
+        found = tuple(preparers(fields, self.vendor) for fields in self.param_fields)
+        object.__setattr__(self, "_preparers", found)
+
     def run(self, values: list[tuple]) -> list[int]:
         """Run the writes with these values (one tuple per write); per write, the rows updated or the new id."""
         db = _db()
-        prepared = [
-            [field.get_db_prep_save(value, db) for field, value in zip(fields, row, strict=True)]
-            for fields, row in zip(self.param_fields, values, strict=True)
-        ]
-        with db.cursor() as cursor:
-            if len(self.sql) == 1 and len(self.writes) > 1:
-                execute_on(db, cursor, self.sql[0], [value for row in prepared for value in row])
-                return list(cursor.fetchone())
-            results = []
-            for write, sql, params in zip(self.writes, self.sql, prepared, strict=True):
-                execute_on(db, cursor, sql, params)
-                found = cursor.fetchall()
-                results.append(found[0][0] if write.insert else len(found))
-            return results
+        params = [prepared(found, row, db) for found, row in zip(self._preparers, values, strict=True)]
+        if len(self.sql) == 1 and len(self.writes) > 1:
+            return list(fetch_one(db, self.sql[0], [value for row in params for value in row]))
+        results = []
+        for write, sql, part in zip(self.writes, self.sql, params, strict=True):
+            found = fetch_all(db, sql, part)
+            results.append(found[0][0] if write.insert else len(found))
+        return results
 
 
 @functools.cache
@@ -444,18 +498,18 @@ def _write_plan(vendor: str, writes: tuple[Write, ...]) -> WritePlan:
     parts = [write.sql() for write in writes]
     fields = tuple(write.param_fields() for write in writes)
     if vendor != "postgresql" or len(writes) == 1:
-        return WritePlan(writes, tuple(parts), fields)
+        return WritePlan(vendor, writes, tuple(parts), fields)
     ctes, answers = [], []
     for index, (write, sql) in enumerate(zip(writes, parts, strict=True)):
         name = f"w{index}"
         ctes.append(f"{name} AS ({sql})")
         # rows updated: counted without count(), which would read as re-counting the table
         answers.append(f"(SELECT id FROM {name})" if write.insert else f"cardinality(ARRAY(SELECT 1 FROM {name}))")  # noqa: S608
-    return WritePlan(writes, (f"WITH {', '.join(ctes)} SELECT {', '.join(answers)}",), fields)
+    return WritePlan(vendor, writes, (f"WITH {', '.join(ctes)} SELECT {', '.join(answers)}",), fields)
 
 
 def write_plan(*writes: Write) -> WritePlan:
-    return _write_plan(_db().vendor, writes)
+    return _write_plan(_vendor(), writes)
 
 
 # The game's writes (what each names is what ``ratinggame.game.rating`` passes, in this order).

@@ -18,8 +18,10 @@ import os
 import tempfile
 
 from django.core.files.storage import FileSystemStorage
+from django.utils.encoding import filepath_to_uri
 
 INCOMING_PREFIX = ".incoming-"
+_NOT_PLAIN = ("", ".", "..")  # path segments that urljoin resolves or drops
 FILE_MODE = 0o644
 
 
@@ -45,6 +47,20 @@ class ContentAddressedStorage(FileSystemStorage):
             os.unlink(temporary)
             raise
         return name
+
+    def url(self, name: str) -> str:
+        # Every served pair asks for its image's URL (and the rating page for each display copy's):
+        # FileSystemStorage joins the name to the base URL with urljoin, which parses both each
+        # time. A name of plain segments (this storage's: digests in folders; none empty, none "."
+        # or "..", which urljoin resolves or drops) joins a base URL ending in "/" as it is;
+        # anything else goes the general way.
+        base = self.base_url
+        if base is None or not base.endswith("/"):
+            return super().url(name)
+        path = filepath_to_uri(name).lstrip("/")
+        if any(segment in _NOT_PLAIN for segment in path.split("/")):
+            return super().url(name)
+        return base + path
 
 
 @functools.cache

@@ -4,11 +4,15 @@ Django admin and the API documentation work under it in real Chromium, without o
 import json
 
 import pytest
-from django.test import Client
+from csp.constants import HEADER, HEADER_REPORT_ONLY
+from csp.middleware import CSPMiddleware
+from django.http import HttpResponse
+from django.test import Client, RequestFactory
 from django.utils import timezone
 
 from annotators.models import RaterProfile, RaterState
 from annotators.roles import ANNOTATOR, ensure_roles
+from ratinggame.csp_policy import SitePolicyMiddleware
 from ratinggame.models import Pool
 from tests.factories import CaptionPairFactory, TutorialPairFactory, UserFactory
 
@@ -31,6 +35,57 @@ document.addEventListener("securitypolicyviolation", (event) => {
 def test_every_response_carries_the_policy(client, path):
     policy = client.get(path)["Content-Security-Policy"]
     assert "default-src 'self'" in policy and "object-src 'none'" in policy and "frame-ancestors 'none'" in policy
+
+
+def _headers(middleware_class, request_path: str, response: HttpResponse, *, nonce: bool = False) -> dict:
+    request = RequestFactory().get(request_path)
+    middleware = middleware_class(lambda _request: response)
+    middleware.process_request(request)
+    if nonce:
+        str(request.csp_nonce)  # a page that uses the nonce in a script tag
+    answered = middleware.process_response(request, response)
+    return {name: answered[name] for name in (HEADER, HEADER_REPORT_ONLY) if name in answered}
+
+
+def _responses():
+    """Responses of every kind the policy's rule tells apart (each made anew: the rule marks them)."""
+    yield "plain", "/play/game/", HttpResponse("page"), False
+    yield "nonce", "/play/game/", HttpResponse("page"), True
+    exempt = HttpResponse("exempt")
+    exempt._csp_exempt = True
+    yield "exempt", "/", exempt, False
+    already = HttpResponse("set by the view")
+    already[HEADER] = "default-src 'none'"
+    yield "already set", "/", already, False
+    updated = HttpResponse("redoc")
+    updated._csp_update = {"style-src": ["'unsafe-inline'"]}
+    yield "a view's own policy", "/api/redoc/", updated, False
+    yield "not found", "/nowhere/", HttpResponse("gone", status=404), False
+    yield "excluded", "/excluded/page", HttpResponse("page"), False
+
+
+@pytest.mark.parametrize("debug", [False, True])
+@pytest.mark.parametrize("report_only", [False, True])
+def test_the_site_policy_built_once_gives_every_response_what_django_csp_gives_it(settings, debug, report_only):
+    settings.DEBUG = debug
+    policy = {**settings.CONTENT_SECURITY_POLICY, "EXCLUDE_URL_PREFIXES": ["/excluded/"]}
+    settings.CONTENT_SECURITY_POLICY = policy
+    if report_only:
+        settings.CONTENT_SECURITY_POLICY_REPORT_ONLY = {"DIRECTIVES": {"default-src": ["'self'"], "report-uri": "/r"}}
+    seen = set()
+    for (name, path, ours, nonce), (_, _, theirs, _) in zip(_responses(), _responses(), strict=True):
+        expected = _headers(CSPMiddleware, path, theirs, nonce=nonce)
+        assert _headers(SitePolicyMiddleware, path, ours, nonce=nonce) == expected, name
+        seen.add(tuple(sorted(expected)))
+    # The cases differ: some get both headers (or the policy alone), some get none.
+    assert len(seen) >= 2
+
+
+def test_a_change_of_the_policy_setting_is_the_policy_from_then_on(settings):
+    before = _headers(SitePolicyMiddleware, "/", HttpResponse("page"))[HEADER]
+    settings.CONTENT_SECURITY_POLICY = {"DIRECTIVES": {"default-src": ["'none'"]}}
+    assert before != "default-src 'none'"
+    assert _headers(SitePolicyMiddleware, "/", HttpResponse("page"))[HEADER] == "default-src 'none'"
 
 
 def session_of(user) -> str:

@@ -1,16 +1,22 @@
 """The rating path's statements as server-side prepared statements (``ratinggame.game.prepared``):
-prepared once per connection, then run with a generic plan, PostgreSQL planning them no more."""
+prepared once per connection, then run with a generic plan, PostgreSQL planning them no more, each
+value sent once; and on one driver cursor per connection (``ratinggame.game.cursor``): every rating
+of a connection on the cursor made for it, Django's query log still seeing each statement, a new
+connection with a cursor of its own, a rolled-back transaction leaving it working; elsewhere,
+Django's own cursor per statement."""
 
 import pytest
 from django.core.cache import cache
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 from rest_framework.authtoken.models import Token
 
 from annotators.models import RaterState
+from ratinggame.game import cursor as game_cursor
 from ratinggame.game import sql
-from ratinggame.game.assignment import claim_avoiding
+from ratinggame.game.assignment import claim_avoiding, claim_statement_and_params
 from ratinggame.game.prepared import GENERIC_PLANS, is_preparation, prepared_form
+from ratinggame.models import Rating
 from tests.ratinggame.api_helpers import token_client
 from tests.ratinggame.journey_helpers import assert_pairs_consistent, game_pairs, rater
 
@@ -30,6 +36,28 @@ def test_the_prepared_form_numbers_the_placeholders_and_keeps_a_percent_sign():
     assert prepared_form("SELECT %s", 1)[0] != prepared_form("SELECT %s + 1", 1)[0]
     with pytest.raises(ValueError, match="1 placeholders for 2 parameters"):
         prepared_form("SELECT %s", 2)
+
+
+def test_a_named_parameter_is_numbered_once_however_often_the_statement_uses_it():
+    name, prepare, run = prepared_form("SELECT %(a)s, %(b)s, '5%%', %(a)s + 1", None)
+    assert prepare == f"PREPARE {name} AS SELECT $1, $2, '5%', $1 + 1"
+    assert run == f"EXECUTE {name}(%(a)s, %(b)s)"  # the driver fills each once, from the mapping
+    with pytest.raises(ValueError, match="mixes positional and named"):
+        prepared_form("SELECT %(a)s, %s", None)
+    with pytest.raises(ValueError, match="positional placeholders for named parameters"):
+        prepared_form("SELECT %s", None)
+    with pytest.raises(ValueError, match="placeholders for 1 parameters"):
+        prepared_form("SELECT %(a)s", 1)
+
+
+def test_the_claim_sends_each_of_its_values_once():
+    """The claim's sixteen probes (past the last image, then at every image) share the rater, the
+    start point and the image: three parameters, where one per probe and value were 72."""
+    sql_text, params = claim_statement_and_params(7, 12345, 99)
+    assert params == {"start": 12345, "rater": 7, "avoid_image": 99}
+    prepare = prepared_form(sql_text, None)[1]
+    assert {"$1", "$2", "$3"} <= set(prepare.replace("(", " ").replace(")", " ").split()) and "$4" not in prepare
+    assert sql_text.count("%(rater)s") == 16 and sql_text.count("%(start)s") == 16
 
 
 @pytest.fixture
@@ -76,7 +104,7 @@ def test_a_connection_prepares_each_statement_of_the_rating_once_and_then_runs_a
     assert len(names) == 4
     assert {plans[name] for name in names} == {(11, 0)}, plans
     # Among them the claim past the previous serve's image, the costliest to plan.
-    assert prepared_form(claim_avoiding().sql, claim_avoiding().sql.count("%s"))[0] in names
+    assert prepared_form(claim_avoiding().sql, None)[0] in names
 
 
 @postgresql_only
@@ -126,3 +154,75 @@ def test_with_prepared_statements_off_the_statements_go_as_they_are(client, sett
         served, sent = _rate(client, served, value)
         assert not any(text.startswith(("PREPARE ", "EXECUTE ")) for text in sent), sent
     assert_pairs_consistent()
+
+
+# --- One driver cursor per connection (ratinggame.game.cursor) --------------------------------------
+
+
+@pytest.fixture
+def cursors_made(monkeypatch):
+    """Each driver cursor Django makes, and each of Django's own cursors (``connection.cursor()``)."""
+    made = {"driver": 0, "django": 0}
+    wrapper = type(connections[DEFAULT_DB_ALIAS])
+    create, django_cursor = wrapper.create_cursor, wrapper.cursor
+
+    def counted_create(self, name=None):
+        made["driver"] += 1
+        return create(self, name)
+
+    def counted_cursor(self):
+        made["django"] += 1
+        return django_cursor(self)
+
+    monkeypatch.setattr(wrapper, "create_cursor", counted_create)
+    monkeypatch.setattr(wrapper, "cursor", counted_cursor)
+    return made
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_rating_of_a_connection_runs_on_its_one_cursor_and_the_query_log_sees_each_statement(
+    client, cursors_made
+):
+    served = client.post("/api/game/next", format="json").json()
+    served, _ = _rate(client, served)  # the connection's first rating: prepared statements, the cursor
+    before = dict(cursors_made)
+    with CaptureQueriesContext(connection) as captured:
+        for _ in range(5):
+            served, _ = _rate(client, served)
+    made = {kind: cursors_made[kind] - before[kind] for kind in before}
+    executes = [query["sql"] for query in captured.captured_queries if query["sql"] not in ("BEGIN", "COMMIT")]
+    if connection.vendor == "postgresql":
+        assert made["driver"] == 0  # the cursor of the first rating, every time (its 4 statements each)
+        assert len(executes) == 5 * 4 and all(text.startswith("EXECUTE ") for text in executes), executes
+        assert made["django"] == 0  # none per statement (the health check runs on the driver connection)
+    else:
+        assert made["django"] >= 5 * 8  # Django's cursor for each statement
+    assert Rating.objects.count() == 6
+    assert_pairs_consistent()
+
+
+@postgresql_only
+@pytest.mark.django_db(transaction=True)
+def test_a_new_connection_gets_its_own_cursor_and_a_rolled_back_transaction_leaves_it_working(client):
+    served = client.post("/api/game/next", format="json").json()
+    served, _ = _rate(client, served)
+    first = game_cursor._cursors[connection.connection]
+    connection.close()  # a reconnect (CONN_MAX_AGE, a restart of the database)
+    served, _ = _rate(client, served)
+    second = game_cursor._cursors[connection.connection]
+    assert second is not first and first.closed and not second.closed
+
+    with pytest.raises(IntegrityError), transaction.atomic():
+        assert sql.profile_locked().fetchone(Rating.objects.first().rater_id) is not None  # on the kept cursor
+        Rating.objects.create(**{**Rating.objects.values().first(), "id": None})  # one rating per assignment
+    served, _ = _rate(client, served)  # the same cursor, after the rollback
+    assert game_cursor._cursors[connection.connection] is second
+    assert Rating.objects.count() == 3
+    assert_pairs_consistent()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_outside_a_transaction_a_statement_takes_djangos_cursor(client, cursors_made):
+    before = dict(cursors_made)
+    assert sql.profile_locked().fetchone(-1) is None  # autocommit: no transaction to keep a cursor in
+    assert cursors_made["django"] == before["django"] + 1
