@@ -61,7 +61,8 @@ class SitePolicyMiddleware(CSPMiddleware):
             return response
         for header, text, exempt, prefixes in site_policies():
             excluded = prefixes and request.path_info.startswith(prefixes)
-            if header not in response and not getattr(response, exempt, False) and not excluded:
+            # django-csp's own test: exempt unless the attribute is False itself (absent, False).
+            if header not in response and getattr(response, exempt, False) is False and not excluded:
                 response[header] = text
         # As django-csp: a nonce asked for after the header is written is an error, not a policy.
         request.csp_nonce = CheckableLazyObject(self._csp_nonce_post_response)

@@ -1,4 +1,4 @@
-"""Running the game's statements (``ratinggame.game.sql``): one driver cursor per PostgreSQL connection.
+"""Running the game's statements (``ratinggame.game.sql``): one driver cursor per thread on PostgreSQL.
 
 ``connection.cursor()`` does more than a statement needs each time it is called: it checks the
 connection and its health, reads the settings twice, makes a driver cursor (closed after the
@@ -7,22 +7,28 @@ driver's errors. For the five statements of a rating that was 5% of its instruct
 Django's handler (``bench/bench_web_instructions.py``).
 
 Every game statement runs inside a transaction (the rating's, the serve's), and on PostgreSQL the
-connection was checked when that transaction began: here each driver connection gets one driver
-cursor, made by Django (``create_cursor``: its time zone handling) the first time and kept as
-long as the connection lives, and each statement runs it in Django's wrapper of the moment (the
-query log's when queries are logged, as the tests count statements; the execute wrappers; the
-errors translated). psycopg2's cursors hold every row of a result once ``execute`` returns: a
-fetch does no I/O and can fail only on a programming error, so rows are read from the driver's
-cursor itself. Anything else (another database: SQLite steps its statement as rows are fetched;
-a statement outside a transaction) takes Django's cursor, as Django makes it.
+connection was checked when that transaction began: here the first game statement of a thread
+has Django make a driver cursor (``create_cursor``: its time zone handling), kept for the
+statements after it as long as its connection lives, and each statement runs it in Django's
+wrapper of the moment (the query log's when queries are logged, as the tests count statements;
+the execute wrappers; the errors translated). psycopg2's cursors hold every row of a result once ``execute``
+returns: a fetch does no I/O and can fail only on a programming error, so rows are read from the
+driver's cursor itself. Anything else (another database: SQLite steps its statement as rows are
+fetched; a statement outside a transaction) takes Django's cursor, as Django makes it.
+
+The kept cursor is the thread's (a thread-local: gone with the thread), replaced when its
+connection has been closed or replaced. It refers to its connection and, through its time zone
+handling, to Django's wrapper of it: kept on that wrapper instead, the two would make a cycle (a
+wrapper that a finished thread left behind would keep its database connection open until the
+garbage collector found it); kept in a table of the module, every connection it ever made.
 """
 
-import weakref
+import threading
 
 from ratinggame.game.prepared import execute_on
 
-# Each PostgreSQL driver connection's cursor for the game's statements.
-_cursors: "weakref.WeakKeyDictionary[object, object]" = weakref.WeakKeyDictionary()
+# This thread's driver cursor for the game's statements (``.cursor``).
+_kept = threading.local()
 
 
 def fetch_one(db, sql: str, params) -> tuple | None:
@@ -46,13 +52,13 @@ def _fetch(db, sql: str, params, fetch: str):
 
 
 def _driver_cursor(db):
-    """The driver cursor kept for ``db``'s connection, or None where Django's cursor is taken."""
+    """This thread's driver cursor on ``db``'s connection, or None where Django's cursor is taken."""
     connection = db.connection
     if connection is None or db.vendor != "postgresql" or not db.in_atomic_block:
         return None
-    driver = _cursors.get(connection)
-    if driver is None or driver.closed:
-        driver = _cursors[connection] = db.create_cursor()
+    driver = getattr(_kept, "cursor", None)
+    if driver is None or driver.closed or driver.connection is not connection:
+        driver = _kept.cursor = db.create_cursor()
     return driver
 
 

@@ -16,6 +16,7 @@ no import still running can be about to commit its row.
 import functools
 import os
 import tempfile
+from urllib.parse import urljoin
 
 from django.core.files.storage import FileSystemStorage
 from django.utils.encoding import filepath_to_uri
@@ -52,15 +53,22 @@ class ContentAddressedStorage(FileSystemStorage):
         # Every served pair asks for its image's URL (and the rating page for each display copy's):
         # FileSystemStorage joins the name to the base URL with urljoin, which parses both each
         # time. A name of plain segments (this storage's: digests in folders; none empty, none "."
-        # or "..", which urljoin resolves or drops) joins a base URL ending in "/" as it is;
-        # anything else goes the general way.
+        # or "..", which urljoin resolves or drops) joins a plain base URL (one that urljoin
+        # extends as it is) by concatenation; anything else goes the general way.
         base = self.base_url
-        if base is None or not base.endswith("/"):
+        if not name or base is None or not _joins_as_it_is(base):
             return super().url(name)
         path = filepath_to_uri(name).lstrip("/")
         if any(segment in _NOT_PLAIN for segment in path.split("/")):
             return super().url(name)
         return base + path
+
+
+@functools.lru_cache(maxsize=16)
+def _joins_as_it_is(base: str) -> bool:
+    """Whether urljoin extends ``base`` with a relative path by appending it (a base ending in "/",
+    without a query, a fragment or a dot segment of its own)."""
+    return urljoin(base, "a/b") == base + "a/b"
 
 
 @functools.cache

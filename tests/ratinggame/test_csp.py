@@ -54,6 +54,9 @@ def _responses():
     exempt = HttpResponse("exempt")
     exempt._csp_exempt = True
     yield "exempt", "/", exempt, False
+    not_false = HttpResponse("exempt by another value")
+    not_false._csp_exempt = None  # django-csp exempts whatever is not False itself
+    yield "exempt by None", "/", not_false, False
     already = HttpResponse("set by the view")
     already[HEADER] = "default-src 'none'"
     yield "already set", "/", already, False

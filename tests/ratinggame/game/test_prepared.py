@@ -5,6 +5,11 @@ of a connection on the cursor made for it, Django's query log still seeing each 
 connection with a cursor of its own, a rolled-back transaction leaving it working; elsewhere,
 Django's own cursor per statement."""
 
+import gc
+import threading
+import time
+import weakref
+
 import pytest
 from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
@@ -203,22 +208,55 @@ def test_every_rating_of_a_connection_runs_on_its_one_cursor_and_the_query_log_s
 
 @postgresql_only
 @pytest.mark.django_db(transaction=True)
-def test_a_new_connection_gets_its_own_cursor_and_a_rolled_back_transaction_leaves_it_working(client):
+def test_a_new_connection_gets_a_cursor_of_its_own_and_lets_the_old_one_go(client):
+    """The kept cursor is replaced with its connection, and nothing of the module keeps the old
+    connection alive (a table of cursors by connection kept every connection it ever made)."""
     served = client.post("/api/game/next", format="json").json()
     served, _ = _rate(client, served)
-    first = game_cursor._cursors[connection.connection]
+    first, old_connection = game_cursor._kept.cursor, weakref.ref(connection.connection)
     connection.close()  # a reconnect (CONN_MAX_AGE, a restart of the database)
     served, _ = _rate(client, served)
-    second = game_cursor._cursors[connection.connection]
+    second = game_cursor._kept.cursor
     assert second is not first and first.closed and not second.closed
+    del first
+    assert old_connection() is None  # no cycle, no table: gone without the garbage collector
 
     with pytest.raises(IntegrityError), transaction.atomic():
         assert sql.profile_locked().fetchone(Rating.objects.first().rater_id) is not None  # on the kept cursor
         Rating.objects.create(**{**Rating.objects.values().first(), "id": None})  # one rating per assignment
     served, _ = _rate(client, served)  # the same cursor, after the rollback
-    assert game_cursor._cursors[connection.connection] is second
+    assert game_cursor._kept.cursor is second
     assert Rating.objects.count() == 3
     assert_pairs_consistent()
+
+
+@postgresql_only
+@pytest.mark.django_db(transaction=True)
+def test_a_thread_that_ends_leaves_no_database_connection_open():
+    """A thread's kept cursor goes with the thread, and its connection with Django's wrapper of it
+    (a table of cursors by connection kept every thread's connection open for good)."""
+    backends: list[int] = []
+
+    def rate_in_a_thread() -> None:
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_backend_pid()")
+                backends.append(cursor.fetchone()[0])
+            assert sql.profile_locked().fetchone(-1) is None  # a game statement, on the thread's kept cursor
+            assert game_cursor._kept.cursor is not None
+
+    thread = threading.Thread(target=rate_in_a_thread)
+    thread.start()
+    thread.join()
+    gc.collect()  # Django's wrapper of a connection is a cycle of its own: the collector frees it
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", backends)
+            if cursor.fetchone()[0] == 0:
+                return
+        time.sleep(0.05)
+    pytest.fail("the thread's database connection stayed open")
 
 
 @pytest.mark.django_db(transaction=True)

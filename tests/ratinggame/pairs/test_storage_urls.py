@@ -13,7 +13,9 @@ SEGMENT = st.one_of(
     st.text(alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="/\\\x00"), max_size=8),
 )
 NAMES = st.lists(SEGMENT, min_size=1, max_size=5).map("/".join)
-BASES = st.sampled_from(["/media/", "https://images.example.org/m/", "/", "//cdn.example.org/media/", "media/"])
+PLAIN_BASES = ["/media/", "https://images.example.org/m/", "/", "//cdn.example.org/media/", "media/"]
+RESOLVED_BASES = ["/media/?v=1/", "/media/#top/", "http://h/a/../", "/m/./", "/media"]  # urljoin changes these
+BASES = st.sampled_from([*PLAIN_BASES, *RESOLVED_BASES])
 
 
 @settings(max_examples=500)
@@ -27,3 +29,4 @@ def test_every_name_has_the_url_django_gives_it(name, base):
 def test_an_image_name_is_joined_to_the_base_url():
     storage = ContentAddressedStorage(location="/tmp/unused", base_url="/media/")
     assert storage.url("images/ab/abcdef.png") == "/media/images/ab/abcdef.png"
+    assert storage.url(None) == FileSystemStorage(location="/tmp/unused", base_url="/media/").url(None)
