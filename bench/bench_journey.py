@@ -877,8 +877,7 @@ def goals(figures: dict, statements: dict) -> None:
         print(f"goal rating page >= 0.8 of the API's ratings/s, {count} raters: {ratio:.2f}{rounds}" + met)
     for count, runs in sorted(one.items()):
         web = _median(runs, "web_cpu_ms")
-        each = ", ".join(f"{run['web_cpu_ms']:.1f}" for run in runs)
-        each = f" (rounds: {each})" if len(runs) > 1 else ""
+        each = _rounds([run["web_cpu_ms"] for run in runs], "{:.1f}")
         print(f"goal web CPU per rating <= 3 ms (API, {count} raters): {web:.1f} ms{each}" + _met(web <= 3))
     for count in sorted({count for (mode, count) in figures if mode == "floor"} & set(one)):
         ratio, rounds = _ratio(one[count], figures["floor", count])
@@ -895,8 +894,12 @@ def _median(runs: list[dict], name: str) -> float:
 def _ratio(runs: list[dict], against: list[dict]) -> tuple[float, str]:
     """The median of the rounds' ratios of ratings/s, and the rounds' own (when there are several)."""
     ratios = [run["rate"] / other["rate"] for run, other in zip(runs, against, strict=True)]
-    rounds = f" (rounds: {', '.join(f'{ratio:.2f}' for ratio in ratios)})" if len(ratios) > 1 else ""
-    return statistics.median(ratios), rounds
+    return statistics.median(ratios), _rounds(ratios, "{:.2f}")
+
+
+def _rounds(values: list[float], form: str) -> str:
+    """Each round's value, when there are several rounds."""
+    return f" (rounds: {', '.join(form.format(value) for value in values)})" if len(values) > 1 else ""
 
 
 def _met(met: bool) -> str:

@@ -11,9 +11,9 @@ connection was checked when that transaction began: here the first game statemen
 has Django make a driver cursor (``create_cursor``: its time zone handling), kept for the
 statements after it as long as its connection lives, and each statement runs it in Django's
 wrapper of the moment (the query log's when queries are logged, as the tests count statements;
-the execute wrappers; the errors translated). psycopg2's cursors hold every row of a result once ``execute``
-returns: a fetch does no I/O and can fail only on a programming error, so rows are read from the
-driver's cursor itself. Anything else (another database: SQLite steps its statement as rows are
+the execute wrappers; the errors translated). psycopg2's cursors hold every row of a result once
+``execute`` returns: a fetch does no I/O and can fail only on a programming error, so rows are
+read from the driver's cursor itself. Anything else (another database: SQLite steps its statement as rows are
 fetched; a statement outside a transaction) takes Django's cursor, as Django makes it.
 
 The kept cursor is the thread's (a thread-local: gone with the thread), replaced when its

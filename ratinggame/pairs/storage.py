@@ -22,8 +22,8 @@ from django.core.files.storage import FileSystemStorage
 from django.utils.encoding import filepath_to_uri
 
 INCOMING_PREFIX = ".incoming-"
-_NOT_PLAIN = ("", ".", "..")  # path segments that urljoin resolves or drops
 FILE_MODE = 0o644
+_NOT_PLAIN = ("", ".", "..")  # path segments that urljoin resolves or drops
 
 
 class ContentAddressedStorage(FileSystemStorage):
