@@ -10,7 +10,7 @@ that creates or resumes the rater is ``annotators.study.services.participant_ent
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 from annotators.models import Platform
 from annotators.study.settings import StudySettings
@@ -75,17 +75,29 @@ class MechanicalTurk:
     PREVIEW = "ASSIGNMENT_ID_NOT_AVAILABLE"
     # Where a HIT's completion may be sent: MTurk's own hosts, never an address a link chose.
     SUBMIT_HOSTS = frozenset({"www.mturk.com", "workersandbox.mturk.com"})
+    # MTurk sends turkSubmitTo as a bare origin. Anything more (a path, "user@", "\", a port,
+    # a control character) is refused rather than parsed: urlsplit and a browser disagree on such
+    # text ("https://evil.example\@www.mturk.com" is www.mturk.com to urlsplit, evil.example to a
+    # browser, which reads "\" as "/"), and the completion code is sent to whichever host it reads.
+    SUBMIT_ORIGIN = re.compile(r"https://([a-z.]+)/?")
 
     def id_param(self, study: StudySettings) -> str:
         return "workerId"
+
+    def accepts(self, return_to: str) -> bool:
+        origin = self.SUBMIT_ORIGIN.fullmatch(return_to)
+        return origin is not None and origin.group(1) in self.SUBMIT_HOSTS
 
     def link(self, params: Mapping[str, str], study: StudySettings) -> EntryLink | None:
         if params.get("assignmentId") == self.PREVIEW:
             return None  # a worker previewing the HIT: the description only
         return_to = params.get("turkSubmitTo", "")
-        parts = urlsplit(return_to)
-        if return_to and (parts.scheme != "https" or parts.hostname not in self.SUBMIT_HOSTS):
-            raise EntryRefused("invalid_return", "The link's turkSubmitTo is not a Mechanical Turk address.")
+        if return_to and not self.accepts(return_to):
+            raise EntryRefused(
+                "invalid_return",
+                "The link's turkSubmitTo is not a Mechanical Turk address "
+                "(https://www.mturk.com or https://workersandbox.mturk.com).",
+            )
         return EntryLink(
             platform=self.key,
             external_id=checked_id(params, "workerId", required=True),
@@ -95,8 +107,8 @@ class MechanicalTurk:
         )
 
     def return_url(self, code: str, participation, study: StudySettings) -> str:
-        if not participation.return_to:
-            return ""
+        if not self.accepts(participation.return_to):
+            return ""  # none given, or stored before the address was checked as a browser reads it
         query = urlencode({"assignmentId": participation.assignment_id, "code": code})
         return f"{participation.return_to}/mturk/externalSubmit?{query}"
 

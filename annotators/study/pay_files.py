@@ -1,11 +1,14 @@
 """The pay report as files: the shape Prolific's bulk bonus takes (one ``participant_id,amount``
-line per paid Prolific participant, no header) and a CSV with every column."""
+line per paid Prolific participant, no header) and a CSV with every column. Both are opened in
+spreadsheets, and their text cells come from people (open sign-up user names, participant ids),
+so every text cell goes through the export's ``spreadsheet_safe`` (numbers, a negative one too, stay numbers)."""
 
 import csv
 import io
 
 from annotators.models import Platform
 from annotators.study.report import PayReport
+from scoring.export.cells import spreadsheet_safe
 
 COLUMNS = (
     "profile_id",
@@ -37,7 +40,7 @@ def prolific_bonus_csv(report: PayReport) -> str:
     writer = csv.writer(out, lineterminator="\n")
     for row in report.rows:
         if row.platform == Platform.PROLIFIC and row.amount > 0:
-            writer.writerow([row.participant_id, f"{row.amount:.2f}"])
+            writer.writerow([spreadsheet_safe(row.participant_id), f"{row.amount:.2f}"])
     return out.getvalue()
 
 
@@ -46,29 +49,24 @@ def full_csv(report: PayReport) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(COLUMNS)
     for row in report.rows:
-        writer.writerow(
-            [
-                row.profile_id,
-                row.username,
-                row.platform,
-                row.participant_id,
-                row.study_id,
-                row.session_id,
-                row.outcome,
-                int(row.withdrawn),
-                f"{row.active_seconds:.1f}",
-                f"{row.active_seconds / 3600:.4f}",
-                row.sessions,
-                row.ratings,
-                row.counted,
-                row.excluded,
-                row.points,
-                f"{row.base:.2f}",
-                f"{row.bonus:.2f}",
-                f"{row.amount:.2f}",
-                report.currency,
-            ]
-        )
+        text = [row.username, row.platform, row.participant_id, row.study_id, row.session_id, row.outcome]
+        cells = [
+            row.profile_id,
+            *(spreadsheet_safe(cell) for cell in text),
+            int(row.withdrawn),
+            f"{row.active_seconds:.1f}",
+            f"{row.active_seconds / 3600:.4f}",
+            row.sessions,
+            row.ratings,
+            row.counted,
+            row.excluded,
+            row.points,
+            f"{row.base:.2f}",
+            f"{row.bonus:.2f}",
+            f"{row.amount:.2f}",
+            report.currency,
+        ]
+        writer.writerow(cells)
     return out.getvalue()
 
 

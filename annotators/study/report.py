@@ -27,8 +27,18 @@ class PayPeriodError(ValueError):
     """A period that cannot be reported (its words are for the person who asked)."""
 
 
+# The days a period may name: any a study can have run on, and never the calendar's last day,
+# whose end (the next midnight) no datetime can hold.
+PERIOD_DAYS = (date(2000, 1, 1), date(2099, 12, 31))
+
+
 def pay_period(first_day: date, last_day: date) -> tuple[datetime, datetime]:
     """The period from the start of ``first_day`` to the end of ``last_day`` (UTC), as [start, end)."""
+    for day in (first_day, last_day):
+        if not PERIOD_DAYS[0] <= day <= PERIOD_DAYS[1]:
+            raise PayPeriodError(
+                f"{day} is outside the days a pay period may name ({PERIOD_DAYS[0]} to {PERIOD_DAYS[1]})."
+            )
     if last_day < first_day:
         raise PayPeriodError(f"The period ends ({last_day}) before it starts ({first_day}): swap the dates.")
     start = datetime.combine(first_day, time.min, tzinfo=UTC)

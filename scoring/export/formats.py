@@ -30,6 +30,8 @@ from typing import ClassVar, Protocol
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from scoring.export.cells import spreadsheet_safe
+
 Columns = Sequence[tuple]
 
 
@@ -58,16 +60,6 @@ class TableWriter(Protocol):
     label: ClassVar[str]
 
     def write(self, path: Path, columns: Columns, rows: Sequence[Sequence]) -> None: ...
-
-
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def spreadsheet_safe(value: object) -> object:
-    """A text cell a spreadsheet would run as a formula, made plain text (a leading apostrophe)."""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
-        return "'" + value
-    return "" if value is None else value
 
 
 class CsvWriter:

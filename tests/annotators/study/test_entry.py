@@ -2,6 +2,8 @@
 platform is one rater, resumed on any device; ids are checked; a visit without an id or a preview
 creates no one; a closed study or a platform the study does not take refuses."""
 
+from urllib.parse import unquote
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
@@ -11,6 +13,7 @@ from annotators.journey import Step
 from annotators.models import Participation, RaterProfile
 from annotators.progress import current_step
 from annotators.roles import ANNOTATOR, has_role
+from annotators.study.entry import PLATFORMS
 from tests.ratinggame.api_helpers import admin, token_client
 
 pytestmark = pytest.mark.django_db
@@ -113,6 +116,38 @@ def test_mechanical_turk_preview_creates_no_one_and_a_worker_is_taken(client, se
         "mturk",
         "A1B2C3",
         "3XYZ",
+    )
+
+
+@pytest.mark.parametrize(
+    "return_to",
+    [
+        "https://evil.example%5C@www.mturk.com",  # a browser reads the backslash as "/": host evil.example
+        "https://evil.example\\@www.mturk.com",
+        "https://evil.example@www.mturk.com",
+        "https://www.mturk.com@evil.example",
+        "https://www.mturk.com/\\evil.example",
+        "https://www.mturk.com:8443",
+        "https://www.mturk.com/anything",
+        "https://www.mturk.com\t",
+        "https://WWW.mturk.com/" + "x" * 250,  # over the column's 200 characters: a 500 before
+        "http://www.mturk.com",
+    ],
+)
+def test_a_return_address_a_browser_could_read_as_another_host_is_refused_and_never_stored(client, settings, return_to):
+    settings.RATINGGAME_STUDY = {**settings.RATINGGAME_STUDY, "PLATFORMS": ["mturk"]}
+    refused = enter(client, workerId="A1B2C3", assignmentId="3XYZ", turkSubmitTo=unquote(return_to))
+    assert refused.status_code == 400 and 'data-code="invalid_return"' in refused.content.decode()
+    assert not Participation.objects.exists() and not get_user_model().objects.exists()
+
+
+def test_a_stored_return_address_outside_the_allow_list_sends_no_completion_code_away():
+    mturk = PLATFORMS["mturk"]
+    stored = Participation(assignment_id="3XYZ", return_to="https://evil.example\\@www.mturk.com")
+    assert mturk.return_url("CODE1", stored, None) == ""
+    stored.return_to = "https://www.mturk.com"
+    assert mturk.return_url("CODE1", stored, None) == (
+        "https://www.mturk.com/mturk/externalSubmit?assignmentId=3XYZ&code=CODE1"
     )
 
 

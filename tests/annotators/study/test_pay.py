@@ -164,6 +164,30 @@ def test_an_inverted_period_is_refused_everywhere(client, crowd):
         call_command("pay_report", "--start", "1/1/2030", "--end", "2030-01-01")
 
 
+@pytest.mark.parametrize("start,end", [("2030-01-01", "9999-12-31"), ("0001-01-01", "2030-01-01")])
+def test_a_period_beyond_the_days_a_study_can_run_is_refused_everywhere_never_a_500(client, crowd, start, end):
+    answer = token_client(researcher()).get("/api/study/pay", {"start": start, "end": end})
+    assert answer.status_code == 400 and "outside the days a pay period may name" in error_of(answer)["message"]
+    client.force_login(researcher())
+    page = client.get(reverse("annotators:pay_report"), {"start": start, "end": end, "download": "csv"})
+    assert page.status_code == 400 and "outside the days a pay period may name" in page.content.decode()
+    with pytest.raises(CommandError, match="outside the days"):
+        call_command("pay_report", "--start", start, "--end", end)
+
+
+def test_the_pay_files_write_text_a_spreadsheet_would_run_as_plain_text(crowd):
+    _a, b, c = crowd
+    c.username = "+1+1"
+    c.save(update_fields=["username"])
+    Participation.objects.filter(profile__user=b).update(external_id="-A1-B2")
+    report = pay_report(start=pay_period(DAY, DAY)[0], end=pay_period(DAY, DAY)[1])
+    rows = {row["profile_id"]: row for row in csv.DictReader(io.StringIO(full_csv(report)))}
+    by_user = {row["username"]: row for row in rows.values()}
+    assert "'+1+1" in by_user and by_user["'+1+1"]["bonus"] == "0.10"
+    assert {row["participant_id"] for row in rows.values()} >= {"'-A1-B2", "P1aaaaaaaaaaaaaaaaaaaaaa"}
+    assert "'-A1-B2,0.20\n" in prolific_bonus_csv(report)
+
+
 def test_the_page_the_api_and_the_command_give_the_same_figures(client, crowd, capsys):
     params = {"start": "2030-01-01", "end": "2030-01-01"}
     client.force_login(researcher())
