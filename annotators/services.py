@@ -138,7 +138,8 @@ def rater_disputes(user: AbstractBaseUser) -> list[Dispute]:
 
 def profile_update(*, user: AbstractBaseUser, display_name: str, on_leaderboard: bool) -> RaterProfile:
     """The rater's leaderboard settings. Raises ValidationError for a name over 40 characters,
-    the anonymous name, or another rater's pseudonym in any case (``profile_display_name_unique_ci``)."""
+    the anonymous name, the rater's own user name, or another rater's pseudonym in any case
+    (``profile_display_name_unique_ci``)."""
     display_name = display_name.strip()
     if len(display_name) > DISPLAY_NAME_MAX_CHARS:
         raise ValidationError(f"Up to {DISPLAY_NAME_MAX_CHARS} characters.", code="too_long")
@@ -146,6 +147,9 @@ def profile_update(*, user: AbstractBaseUser, display_name: str, on_leaderboard:
         raise ValidationError(
             "This is the name of raters without a pseudonym: leave the field empty for it.", code="taken"
         )
+    if display_name and display_name.casefold() == user.get_username().casefold():
+        # The pseudonym is shown on the leaderboard to every rater; the user name signs in.
+        raise ValidationError("This is your user name: choose a pseudonym others cannot sign in with.", code="username")
     profile = progress.profile_for(user)
     taken = RaterProfile.objects.exclude(pk=profile.pk).filter(display_name__iexact=display_name)
     if display_name and taken.exists():

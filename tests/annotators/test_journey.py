@@ -119,6 +119,18 @@ def test_profile_update_sets_the_leaderboard_name_and_refuses_long_names():
         services.profile_update(user=user, display_name="x" * 41, on_leaderboard=True)
 
 
+def test_profile_update_refuses_the_raters_own_user_name_in_any_case(client):
+    user = rater(RaterState.GAME)
+    for name in (user.username, user.username.upper(), f"  {user.username}  "):
+        with pytest.raises(ValidationError, match="your user name"):
+            services.profile_update(user=user, display_name=name, on_leaderboard=True)
+    assert RaterProfile.objects.get(user=user).display_name == ""
+    client.force_login(user)
+    page = client.post("/me/", {"display_name": user.username, "on_leaderboard": "on"})
+    assert page.status_code == 400 and "This is your user name" in page.content.decode()
+    assert RaterProfile.objects.get(user=user).display_name == ""
+
+
 def game_rating(user, value, clock):
     _, feedback = rate_next(user, value, clock)
     return Rating.objects.get(pk=feedback.rating_id)
