@@ -40,6 +40,13 @@ def participant_enter(*, link: EntryLink, now: datetime) -> tuple[AbstractBaseUs
     return existing.profile.user, False
 
 
+def link_is_of(*, link: EntryLink, user: AbstractBaseUser) -> bool:
+    """Whether ``link`` names ``user``'s own participation (a signed-in participant back through it)."""
+    return Participation.objects.filter(
+        platform=link.platform, external_id=link.external_id, profile__user_id=user.pk
+    ).exists()
+
+
 def _participation(link: EntryLink) -> Participation | None:
     return (
         Participation.objects.select_related("profile__user")

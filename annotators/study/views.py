@@ -6,7 +6,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_http_methods
 
 from annotators.models import Participation
 from annotators.roles import researcher_required, staff_required
@@ -19,16 +19,24 @@ from annotators.study.report import pay_report
 from annotators.study.settings import study
 
 
-@require_GET
+@require_http_methods(["GET", "POST"])
 def enter(request: HttpRequest) -> HttpResponse:
     """``/study/enter/?PROLIFIC_PID=...&STUDY_ID=...&SESSION_ID=...`` (or another platform's
     parameters): the participant is created or resumed, logged in, and sent where they are on the
-    journey (consent first). Without an id, or on a preview, the study's description only."""
+    journey (consent first). Without an id, or on a preview, the study's description only.
+
+    Someone signed in as another account who follows a participant link is asked first, and
+    only a POST (with its CSRF token) switches the session: a GET that any page can send would
+    otherwise sign a staff member out and into a participant's account (login CSRF)."""
     current = study()
     try:
         link = entry_link(request.GET, current)
         if link is None:
             return render(request, "annotators/study/enter.html", {"preview": True})
+        signed_in = request.user.is_authenticated
+        if request.method == "GET" and signed_in and not services.link_is_of(link=link, user=request.user):
+            context = {"switch": True, "signed_in_as": request.user.get_username()}
+            return render(request, "annotators/study/enter.html", context)
         user, _ = services.participant_enter(link=link, now=timezone.now())
     except EntryRefused as refused:
         context = {"refused": refused, "closed": refused.code == "study_closed"}

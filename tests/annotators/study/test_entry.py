@@ -2,7 +2,7 @@
 platform is one rater, resumed on any device; ids are checked; a visit without an id or a preview
 creates no one; a closed study or a platform the study does not take refuses."""
 
-from urllib.parse import unquote
+from urllib.parse import unquote, urlencode
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -149,6 +149,29 @@ def test_a_stored_return_address_outside_the_allow_list_sends_no_completion_code
     assert mturk.return_url("CODE1", stored, None) == (
         "https://www.mturk.com/mturk/externalSubmit?assignmentId=3XYZ&code=CODE1"
     )
+
+
+def test_a_signed_in_account_is_not_switched_to_a_participant_by_a_get(client):
+    staff = admin()
+    client.force_login(staff)
+    asked = enter(client, **prolific())
+    assert asked.status_code == 200 and 'id="entry-switch"' in asked.content.decode()
+    assert not Participation.objects.exists()
+    assert client.get(reverse("annotators:me")).wsgi_request.user == staff
+
+    forged = Client(enforce_csrf_checks=True)
+    forged.force_login(staff)
+    url = reverse("annotators:study_enter") + "?" + urlencode(prolific())
+    assert forged.post(url).status_code == 403  # no CSRF token: a cross-site form
+    assert not Participation.objects.exists()
+
+    confirmed = client.post(url)
+    assert confirmed.status_code == 302 and confirmed["Location"] == reverse("annotators:play")
+    participant = Participation.objects.get().profile.user
+    assert participant != staff and client.get(reverse("annotators:me")).wsgi_request.user == participant
+    # The participant back through their own link while signed in goes straight on.
+    again = enter(client, **prolific(session="sess-2"))
+    assert again.status_code == 302 and Participation.objects.get().session_id == "sess-2"
 
 
 def test_the_generic_platform_reads_the_configured_parameter(client, settings):
