@@ -16,7 +16,7 @@ from decimal import Decimal
 
 from django.db.models import OuterRef, Q, Subquery
 
-from annotators.models import Participation, RaterProfile
+from annotators.models import Participation, RaterProfile, SessionOutcome
 from annotators.study.pay import MedianPay, median_pay, money, pay_for, session_seconds
 from annotators.study.settings import study
 from annotators.study.timing import capped_seconds
@@ -68,6 +68,11 @@ class PayRow:
     def amount(self) -> Decimal:
         return self.base + self.bonus
 
+    @property
+    def outcome_label(self) -> str:
+        """How the session ended, in words ("screened out"; the stored value is ``screened_out``)."""
+        return SessionOutcome(self.outcome).label.lower() if self.outcome else ""
+
 
 @dataclass(frozen=True)
 class PayReport:
@@ -83,6 +88,11 @@ class PayReport:
     @property
     def total(self) -> Decimal:
         return sum((row.amount for row in self.rows), Decimal(0))
+
+    @property
+    def last_day(self) -> date:
+        """The period's last day, as the researcher named it (``end`` is the midnight after it)."""
+        return (self.end - timedelta(microseconds=1)).date()
 
     @property
     def active_seconds(self) -> float:

@@ -204,6 +204,19 @@ def test_the_page_the_api_and_the_command_give_the_same_figures(client, crowd, c
     assert "total 1.83 GBP for 3 rater(s)" in capsys.readouterr().out
 
 
+def test_the_pay_page_reads_its_period_and_outcomes_one_way_and_says_what_the_bonus_file_holds(client, crowd, settings):
+    a, _, _ = crowd
+    Participation.objects.filter(profile__user=a).update(outcome="screened_out")
+    client.force_login(researcher())
+    page = client.get(reverse("annotators:pay_report"), {"start": "2030-01-01", "end": "2030-01-01"}).content.decode()
+    assert 'id="period-heading">1 Jan 2030 to 1 Jan 2030 (UTC, both days included)<' in page
+    assert "· screened out<" in page and "screenedout" not in page
+    assert 'id="base-in-bonus"' in page  # PAY_HOURLY is 9.00 here: the bonus file's amounts hold the base
+    settings.RATINGGAME_STUDY = {**settings.RATINGGAME_STUDY, "PAY_HOURLY": Decimal("0")}
+    page = client.get(reverse("annotators:pay_report"), {"start": "2030-01-01", "end": "2030-01-02"}).content.decode()
+    assert "1 Jan 2030 to 2 Jan 2030 (UTC, both days included)" in page and 'id="base-in-bonus"' not in page
+
+
 def test_only_researchers_and_staff_see_pay(client, crowd):
     client.force_login(annotator())
     assert client.get(reverse("annotators:pay_report")).status_code == 403
