@@ -42,9 +42,8 @@ def participant_enter(*, link: EntryLink, now: datetime) -> tuple[AbstractBaseUs
 
 def link_is_of(*, link: EntryLink, user: AbstractBaseUser) -> bool:
     """Whether ``link`` names ``user``'s own participation (a signed-in participant back through it)."""
-    return Participation.objects.filter(
-        platform=link.platform, external_id=link.external_id, profile__user_id=user.pk
-    ).exists()
+    existing = _participation(link)
+    return existing is not None and existing.profile.user_id == user.pk
 
 
 def _participation(link: EntryLink) -> Participation | None:

@@ -33,8 +33,11 @@ def enter(request: HttpRequest) -> HttpResponse:
         link = entry_link(request.GET, current)
         if link is None:
             return render(request, "annotators/study/enter.html", {"preview": True})
-        signed_in = request.user.is_authenticated
-        if request.method == "GET" and signed_in and not services.link_is_of(link=link, user=request.user):
+        if (
+            request.method == "GET"
+            and request.user.is_authenticated
+            and not services.link_is_of(link=link, user=request.user)
+        ):
             context = {"switch": True, "signed_in_as": request.user.get_username()}
             return render(request, "annotators/study/enter.html", context)
         user, _ = services.participant_enter(link=link, now=timezone.now())

@@ -130,7 +130,7 @@ def test_mechanical_turk_preview_creates_no_one_and_a_worker_is_taken(client, se
         "https://www.mturk.com:8443",
         "https://www.mturk.com/anything",
         "https://www.mturk.com\t",
-        "https://WWW.mturk.com/" + "x" * 250,  # over the column's 200 characters: a 500 before
+        "https://www.mturk.com/" + "x" * 250,  # over the column's 200 characters: a 500 before
         "http://www.mturk.com",
     ],
 )
