@@ -122,6 +122,13 @@ class Participation(models.Model):
     outcome = models.CharField(max_length=12, choices=SessionOutcome.choices, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
     completion_shown_at = models.DateTimeField(null=True, blank=True)
+    # Completed by failing probation after having entered the game (never screened out then,
+    # SPEC 7): flagged for the researcher.
+    probation_after_game = models.BooleanField(
+        default=False,
+        help_text="Completed by failing probation after entering the game (not screened out): for the researcher "
+        "to review.",
+    )
 
     class Meta:
         ordering = ["id"]

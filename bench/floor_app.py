@@ -167,7 +167,7 @@ def application(environ, start_response):
         if row is None:
             status, answer = 401, {"code": "not_authenticated"}
         else:
-            profile = sql.PROFILE.read(row[USER_WIDTH:])
+            profile = sql.profile_with_participant(row[USER_WIDTH:])
             now = datetime.now(UTC)
             if path == "/api/game/next":
                 status, answer = 200, _next(cursor, profile, now)

@@ -36,9 +36,10 @@ def consensus_source(consensus_of: list[int] | None) -> str:
     return "the model's estimate (no other player has rated this pair yet)"
 
 
-def outcome_for(fb: "game.Feedback", *, next_round: str = "") -> dict | None:
+def outcome_for(fb: "game.Feedback", *, next_round: str = "", session_ended: bool = False) -> dict | None:
     """Title and text of the end of a stage (tutorial, probation round, qualification window);
-    ``next_round`` says what the next probation round holds, after a failed one."""
+    ``next_round`` says what the next probation round holds, after a failed one; ``session_ended``:
+    the rater's study session has ended (SPEC 7), so a failed round was their last."""
     window = fb.window
     pairs = (fb.stage_max or 0) // 2
     tutorial_mark = journey.tutorial_pass_mark(pairs)
@@ -69,6 +70,13 @@ def outcome_for(fb: "game.Feedback", *, next_round: str = "") -> dict | None:
             f"{next_round}",
         ),
     }
+    if session_ended:
+        texts["probation_failed"] = (
+            "bad",
+            "Probation round finished: your session ends here",
+            f"You scored {fb.stage_total} of {fb.stage_max} points, fewer than the {probation_mark} needed. "
+            "That was your last round in this study: the next page has your code. Thank you for your time.",
+        )
     if window is not None:
         texts["window_passed"] = (
             "good",

@@ -32,7 +32,6 @@ from django.views.decorators.http import require_POST
 from annotators import journey, services
 from annotators.forms import DisputeForm
 from annotators.progress import StageProgress, stage_progress
-from annotators.study.gates import session_gate
 from ratinggame import drafts, game
 from ratinggame.feedback_text import announcement, feedback_panel_context
 from ratinggame.fragments import play_title, render_fragment
@@ -58,14 +57,11 @@ def submit(request: HttpRequest) -> JsonResponse:
         return _refused("invalid", "This form did not say which pair it rates.", 400, page=fixed_url("annotators:play"))
     value = request.POST.get("value", "")
 
-    participant: list[bool] = []  # read with the rater: whether a study session may end (SPEC 7)
-
     def locked_rater():
         found = rater_by_session(session_key, now)
         if found is None:
             raise _NotSignedIn
         request.user = found.user  # for what follows (the request log) without reading it again
-        participant.append(found.participant)
         return found.user, found.profile
 
     submitted = {"assignment_id": assignment_id, "value": value, "now": now, "serve_next": True}
@@ -77,13 +73,16 @@ def submit(request: HttpRequest) -> JsonResponse:
             if not request.user.is_authenticated:
                 return _not_signed_in()
             feedback = game.rating_submit(rater=request.user, **submitted)
-            participant.append(True)  # not read: ask
     except game.RatingRejected as rejected:
         if rejected.code in game.SAME_PAIR_AGAIN:
             return _refused(rejected.code, rejected.message, rejected.status)
+        if rejected.code == game.SESSION_ENDED:
+            # The completion page says it all (and has the code).
+            page = fixed_url("annotators:study_complete")
+            return _refused(rejected.code, rejected.message, rejected.status, page=page)
         messages.error(request, rejected.message)
         return _refused(rejected.code, rejected.message, rejected.status, page=fixed_url("annotators:play"))
-    return JsonResponse(_answer(request, feedback, value, now, participant=participant[-1]))
+    return JsonResponse(_answer(request, feedback, value, now))
 
 
 def _not_signed_in() -> JsonResponse:
@@ -98,17 +97,17 @@ def _refused(code: str, message: str, status: int, *, page: str | None = None) -
     return JsonResponse(body, status=status)
 
 
-def _answer(request: HttpRequest, feedback: "game.Feedback", value: str, now, *, participant: bool) -> dict:
+def _answer(request: HttpRequest, feedback: "game.Feedback", value: str, now) -> dict:
     feedback_url = url_of("feedback", pk=feedback.assignment_id)
     served = feedback.next
     if feedback.already_rated and value != str(feedback.value):
         drafts.draft_keep(request, drafts.NOT_TAKEN, assignment_id=feedback.assignment_id, value=value)
     first_game_rating = feedback.window is not None and feedback.window.count == 1
+    # A study participant whose session this rating ended (nothing is served then): the feedback
+    # page, then (its "Next") the completion page, as without a script.
     if feedback.already_rated or feedback.transition or first_game_rating or served is None:
         return {"page": feedback_url}
-    if served.stage != feedback.stage or (participant and session_gate(request.user) is not None):
-        # A study participant whose session this rating ended: the feedback page, then (its
-        # "Next") the completion page, as without a script.
+    if served.stage != feedback.stage:
         return {"page": feedback_url}
     context = {
         **feedback_panel_context(feedback),

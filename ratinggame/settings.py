@@ -330,7 +330,8 @@ RATINGGAME_STUDY = {
     "QUOTA_RATINGS": env_int("RATINGGAME_STUDY_QUOTA_RATINGS", 100),
     "QUOTA_MINUTES": env_int("RATINGGAME_STUDY_QUOTA_MINUTES", 0),
     "CONTINUE_AFTER_COMPLETION": env_bool("RATINGGAME_STUDY_CONTINUE_AFTER_COMPLETION", False),
-    # Failed probation rounds that screen a rater out (0: never).
+    # Failed probation rounds that end a session: screened out before the participant ever entered
+    # the game (Prolific screens only at a study's start), completed and flagged after (0: never).
     "SCREEN_OUT_ROUNDS": env_int("RATINGGAME_STUDY_SCREEN_OUT_ROUNDS", 3),
     "COMPLETION_CODE": env_str("RATINGGAME_STUDY_COMPLETION_CODE", ""),
     "SCREEN_OUT_CODE": env_str("RATINGGAME_STUDY_SCREEN_OUT_CODE", ""),

@@ -24,6 +24,7 @@ from annotators import journey, progress, services
 from annotators.forms import DisputeForm
 from annotators.gates import PLAYING_STEPS, STEP_STAGES, guide_context, step_gate
 from annotators.journey import Step
+from annotators.models import Participation
 from annotators.study.gates import session_gate
 from ratinggame import drafts, game
 from ratinggame.feedback_text import announcement, feedback_panel_context, not_taken_words, outcome_for
@@ -106,6 +107,8 @@ def _rate_submit(request: HttpRequest, stage: str) -> HttpResponse:
             kept = value if value in {"1", "2", "3", "4", "5"} else ""
             drafts.draft_keep(request, drafts.RATING, assignment_id=assignment_id, value=kept, message=rejected.message)
             return redirect("rate", stage=stage)
+        if rejected.code == game.SESSION_ENDED:
+            return redirect("annotators:study_complete")
         messages.error(request, rejected.message)
         return redirect("annotators:play")
     if feedback_.already_rated and value != str(feedback_.value):
@@ -128,6 +131,8 @@ def skip(request: HttpRequest) -> HttpResponse:
     try:
         skipped = game.pair_skip(rater=request.user, assignment_id=assignment_id)
     except game.RatingRejected as rejected:
+        if rejected.code == game.SESSION_ENDED:
+            return redirect("annotators:study_complete")
         messages.error(request, rejected.message)
     else:
         left = skipped.skips_left
@@ -196,8 +201,10 @@ def feedback_response(request: HttpRequest, feedback_: "game.Feedback") -> HttpR
     not_taken, _ = drafts.draft_take(request, drafts.NOT_TAKEN, assignment_id=fb.assignment_id)
     not_taken_text = not_taken_words(not_taken["value"], fb.value) if not_taken else ""
     refusal = services.dispute_refusal(rating)
-    next_round = _round_after(request.user, rating) if fb.transition == "probation_failed" else ""
-    outcome = outcome_for(fb, next_round=next_round)
+    # A study session that has ended (with this rating or before): "Finish" leads to the code.
+    ended = Participation.objects.filter(profile__user=request.user).exclude(outcome="").exists()
+    next_round = _round_after(request.user, rating) if fb.transition == "probation_failed" and not ended else ""
+    outcome = outcome_for(fb, next_round=next_round, session_ended=ended)
     panel = {
         "fb": fb,
         "stage": fb.stage,
@@ -210,7 +217,7 @@ def feedback_response(request: HttpRequest, feedback_: "game.Feedback") -> HttpR
             else ""
         ),
         "not_taken": not_taken_text,
-        "continue_label": CONTINUE_LABELS.get(next_step, "Continue") if fb.transition else "Next pair",
+        "continue_label": _continue_label(fb, next_step, session_ended=ended),
         "disputes_html": [
             render_to_string("ratinggame/_dispute_outcome.html", {"dispute": dispute})
             for dispute in rating.disputes.all()
@@ -237,6 +244,12 @@ CONTINUE_LABELS = {
     Step.GAME: "Go to the game",
     Step.SUSPENDED: "Continue",
 }
+
+
+def _continue_label(fb: "game.Feedback", next_step: Step, *, session_ended: bool) -> str:
+    if session_ended:
+        return "Finish"
+    return CONTINUE_LABELS.get(next_step, "Continue") if fb.transition else "Next pair"
 
 
 def _round_after(user, rating: Rating) -> str:
@@ -311,6 +324,8 @@ def data_delete(request: HttpRequest) -> HttpResponse:
 
 
 def rejected_response(request: HttpRequest, rejected: "game.RatingRejected") -> HttpResponse:
+    if rejected.code == game.SESSION_ENDED:
+        return redirect("annotators:study_complete")
     if rejected.code == "suspended":
         return render(request, "annotators/suspended.html", status=rejected.status)
     context = {**guide_context(request.user), "message": rejected.message, "code": rejected.code}

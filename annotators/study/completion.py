@@ -1,13 +1,22 @@
 """The end of a participant's session (SPEC 7): the quota reached (counted game ratings or active
 minutes, whichever first) completes it with the completion code; failing probation the set number
-of rounds screens the rater out, with the screened-out code. Only participants who came through a
-platform link have a session quota; open sign-up raters play on.
+of rounds before ever entering the game screens the rater out, with the screened-out code. Only
+participants who came through a platform link have a session quota; open sign-up raters play on.
 
-``outcome_due`` is the rule (no query); ``session_end_check`` reads a participant's figures and
-records the outcome once (a conditional UPDATE: two requests at once record it once), logged in
-the staff action log.
+Prolific allows in-study screening only at a study's start ("custom screening at the end is not
+allowed"; screened-out participants get a fixed payment and may not be rejected: Prolific's help
+pages on in-study screening), so a participant sent back to probation after entering the game (a
+failed window, a drift) who then fails the rounds completes instead, with the completion code, paid
+for their time, and flagged for the researcher (``Participation.probation_after_game``).
+
+``outcome_due`` is the rule (no query); ``session_of`` reads a participant's figures and records
+the outcome once (a conditional UPDATE: two requests at once record it once), logged in the staff
+action log. The rating service reads the session under the rater's profile lock, refuses a rating
+or a serve once it is ``closed``, and asks ``ends_with`` whether a rating ends it (then nothing is
+served after it), without a query of its own.
 """
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -16,24 +25,32 @@ from django.db.models import Count, Q
 
 from annotators.models import Participation, ProbationRound, RaterAction, SessionOutcome
 from annotators.study.settings import StudySettings, study
-from annotators.study.timing import active_seconds_sum
-from ratinggame.models import Rating, game_ratings
+from annotators.study.timing import active_seconds_sum, capped_seconds
+from ratinggame.models import GAME_STAGES, Rating, game_ratings
 
 ACTION_WORDS = {
     SessionOutcome.COMPLETED: "Session complete: {ratings} counted game rating(s), {minutes:.1f} active minute(s).",
     SessionOutcome.SCREENED_OUT: "Screened out after failing {rounds} probation round(s); paid for the time given.",
 }
+AFTER_GAME_WORDS = (
+    "Session complete after failing {rounds} probation round(s), sent back after entering the game: never "
+    "screened out once in the game (Prolific screens only at a study's start); paid for the time given. "
+    "Flagged for the researcher."
+)
 
 
-def outcome_due(*, counted: int, active_seconds: float, failed_rounds: int, rules: StudySettings) -> str | None:
+def outcome_due(
+    *, counted: int, active_seconds: float, failed_rounds: int, rules: StudySettings, entered_game: bool = False
+) -> str | None:
     """The session's outcome from a participant's figures, or None while it goes on.
 
     ``counted``: game ratings (game and control pairs, as the rater sees them) not excluded;
-    tutorial and probation ratings never count. Screen-out comes first: a rater failing probation
-    is never "complete".
+    tutorial and probation ratings never count. ``entered_game``: the participant has been in the
+    game: failing probation then completes the session, never screens them out. Failing probation
+    comes first: a rater on their last failed round is never "complete" by the quota.
     """
     if rules.screen_out_rounds and failed_rounds >= rules.screen_out_rounds:
-        return SessionOutcome.SCREENED_OUT
+        return SessionOutcome.COMPLETED if entered_game else SessionOutcome.SCREENED_OUT
     if rules.quota_ratings and counted >= rules.quota_ratings:
         return SessionOutcome.COMPLETED
     if rules.quota_minutes and active_seconds >= 60 * rules.quota_minutes:
@@ -41,13 +58,51 @@ def outcome_due(*, counted: int, active_seconds: float, failed_rounds: int, rule
     return None
 
 
-def session_end_check(*, user: AbstractBaseUser, now: datetime) -> Participation | None:
-    """The participant's participation once their session has ended (recorded now when it just
-    did), else None; None for a rater who did not come through a platform link."""
+@dataclass(frozen=True)
+class Session:
+    """A participant's session as a serve or a rating finds it; its figures are read only while
+    it goes on."""
+
+    participation: Participation
+    rules: StudySettings
+    counted: int = 0
+    active_seconds: float = 0.0
+    failed_rounds: int = 0
+
+    @property
+    def ended(self) -> bool:
+        return bool(self.participation.outcome)
+
+    @property
+    def closed(self) -> bool:
+        """Ended, and takes no further rating or serve (unless the study lets completed
+        participants rate on)."""
+        return self.ended and not may_rate_on(self.participation, self.rules)
+
+    def ends_with(self, *, stage: str, served_at: datetime, now: datetime, failed_round: bool = False) -> bool:
+        """Whether one more rating (of an assignment of ``stage`` served at ``served_at``, stored at
+        ``now``; ``failed_round``: it fails a probation round) ends the session now."""
+        if self.ended:
+            return False  # rating on after completing: it ended before
+        outcome = outcome_due(
+            counted=self.counted + (stage in GAME_STAGES),
+            active_seconds=self.active_seconds + capped_seconds(served_at, now, self.rules.active_seconds_cap),
+            failed_rounds=self.failed_rounds + failed_round,
+            rules=self.rules,
+            entered_game=self.participation.profile.game_entered_at is not None,
+        )
+        return outcome is not None
+
+
+def session_of(*, user: AbstractBaseUser, now: datetime) -> Session | None:
+    """The participant's session (its outcome recorded now when it just ended), or None for a
+    rater who did not come through a platform link."""
     participation = Participation.objects.select_related("profile").filter(profile__user=user).first()
-    if participation is None or participation.outcome:
-        return participation  # not a participant (None), or their session ended already
+    if participation is None:
+        return None
     rules = study()
+    if participation.outcome:
+        return Session(participation, rules)
     # One statement, whatever the session's length: the counted game ratings and the active time.
     figures = Rating.objects.filter(rater=user).aggregate(
         counted=Count("pk", filter=game_ratings() & Q(excluded=False)),
@@ -55,23 +110,44 @@ def session_end_check(*, user: AbstractBaseUser, now: datetime) -> Participation
     )
     counted, seconds = figures["counted"], figures["active"].total_seconds()
     failed = ProbationRound.objects.filter(profile=participation.profile, passed=False).count()
-    outcome = outcome_due(counted=counted, active_seconds=seconds, failed_rounds=failed, rules=rules)
-    if outcome is None:
-        return None
+    session = Session(participation, rules, counted=counted, active_seconds=seconds, failed_rounds=failed)
+    entered_game = participation.profile.game_entered_at is not None
+    outcome = outcome_due(
+        counted=counted, active_seconds=seconds, failed_rounds=failed, rules=rules, entered_game=entered_game
+    )
+    if outcome is not None:
+        after_game = bool(rules.screen_out_rounds) and failed >= rules.screen_out_rounds and entered_game
+        _outcome_record(session, outcome, now=now, after_game=after_game)
+    return session
+
+
+def _outcome_record(session: Session, outcome: str, *, now: datetime, after_game: bool) -> None:
+    participation = session.participation
     with transaction.atomic():
-        recorded = Participation.objects.filter(pk=participation.pk, outcome="").update(outcome=outcome, ended_at=now)
+        recorded = Participation.objects.filter(pk=participation.pk, outcome="").update(
+            outcome=outcome, ended_at=now, probation_after_game=after_game
+        )
         if recorded:
             profile = participation.profile
+            words = AFTER_GAME_WORDS if after_game else ACTION_WORDS[outcome]
             RaterAction.objects.create(
                 rater=profile,
                 actor=None,
                 action=f"session_{outcome}",
-                reason=ACTION_WORDS[outcome].format(ratings=counted, minutes=seconds / 60, rounds=failed),
+                reason=words.format(
+                    ratings=session.counted, minutes=session.active_seconds / 60, rounds=session.failed_rounds
+                ),
                 from_state=profile.state,
                 to_state=profile.state,
             )
     participation.refresh_from_db()
-    return participation
+
+
+def session_end_check(*, user: AbstractBaseUser, now: datetime) -> Participation | None:
+    """The participant's participation once their session has ended (recorded now when it just
+    did), else None; None for a rater who did not come through a platform link."""
+    session = session_of(user=user, now=now)
+    return session.participation if session is not None and session.ended else None
 
 
 def may_rate_on(participation: Participation | None, rules: StudySettings) -> bool:

@@ -30,6 +30,7 @@ COLUMNS = (
     "bonus",
     "amount",
     "currency",
+    "probation_after_game",
 )
 
 
@@ -65,6 +66,7 @@ def full_csv(report: PayReport) -> str:
             f"{row.bonus:.2f}",
             f"{row.amount:.2f}",
             report.currency,
+            int(row.probation_after_game),
         ]
         writer.writerow(cells)
     return out.getvalue()

@@ -63,6 +63,8 @@ class PayRow:
     points: int
     base: Decimal
     bonus: Decimal
+    # Completed by failing probation after entering the game (SPEC 7): for the researcher to review.
+    probation_after_game: bool = False
 
     @property
     def amount(self) -> Decimal:
@@ -71,7 +73,10 @@ class PayRow:
     @property
     def outcome_label(self) -> str:
         """How the session ended, in words ("screened out"; the stored value is ``screened_out``)."""
-        return SessionOutcome(self.outcome).label.lower() if self.outcome else ""
+        if not self.outcome:
+            return ""
+        label = SessionOutcome(self.outcome).label.lower()
+        return f"{label} (failed probation after entering the game: review)" if self.probation_after_game else label
 
 
 @dataclass(frozen=True)
@@ -165,6 +170,7 @@ def pay_report(*, start: datetime, end: datetime) -> PayReport:
                 points=points,
                 base=pay.base,
                 bonus=pay.bonus,
+                probation_after_game=bool(participation and participation.probation_after_game),
             )
         )
         all_sessions.extend(sessions)

@@ -23,7 +23,9 @@ class StudySettings:
     quota_ratings: int  # counted game ratings that complete a session (0: no limit)
     quota_minutes: int  # active minutes that complete a session (0: no limit)
     continue_after_completion: bool
-    screen_out_rounds: int  # failed probation rounds that screen a rater out (0: never)
+    # Failed probation rounds that end a session: screened out before ever entering the game,
+    # completed (and flagged) after (SPEC 7); 0: never.
+    screen_out_rounds: int
     completion_code: str
     screen_out_code: str
     active_seconds_cap: int
@@ -76,7 +78,9 @@ LABELS = {
     "quota_ratings": "Session quota: counted game ratings (0: no limit)",
     "quota_minutes": "Session quota: active minutes (0: no limit)",
     "continue_after_completion": "Raters may keep rating after completing",
-    "screen_out_rounds": "Failed probation rounds that screen a rater out (0: never)",
+    "screen_out_rounds": (
+        "Failed probation rounds that end a session: screened out before the game, completed after (0: never)"
+    ),
     "completion_code": "Completion code",
     "screen_out_code": "Screened-out code",
     "active_seconds_cap": "Active time counted per rating, at most (seconds)",

@@ -108,6 +108,10 @@ class SubmitAnswerSerializer(FeedbackSerializer):
         "another tab or script) and the value sent now was not taken; the answer is the stored rating's "
         "feedback (its value is the one stored). false: the value sent is stored."
     )
+    session_ended = serializers.BooleanField(
+        help_text="true: this rating ended the participant's study session (its quota reached, or the probation "
+        "rounds failed): nothing is served after it, and GET /api/study/session has the code."
+    )
 
 
 class SubmittedSerializer(SubmitAnswerSerializer):
@@ -235,7 +239,11 @@ class NextPairView(GameView):
                 resource_type_field_name=None,
             ),
             401: ErrorSerializer,
-            403: OpenApiResponse(ErrorSerializer, description="no_consent, suspended, or not an annotator"),
+            403: OpenApiResponse(
+                ErrorSerializer,
+                description="no_consent, suspended, not an annotator, or session_ended (a study session that has "
+                "ended: GET /api/study/session has the code)",
+            ),
         },
     )
     def post(self, request: Request) -> Response:
@@ -259,7 +267,9 @@ class SubmitRatingView(GameView):
             200: SubmittedSerializer,
             400: OpenApiResponse(ErrorSerializer, description="invalid_value, too_early, expired, invalid (next)"),
             401: ErrorSerializer,
-            403: OpenApiResponse(ErrorSerializer, description="not_yours, wrong_stage, suspended, no_consent"),
+            403: OpenApiResponse(
+                ErrorSerializer, description="not_yours, wrong_stage, suspended, no_consent, session_ended"
+            ),
             404: ErrorSerializer,
         },
     )
@@ -288,7 +298,9 @@ class SkipView(GameView):
             200: SkippedSerializer,
             400: OpenApiResponse(ErrorSerializer, description="invalid (assignment_id)"),
             401: ErrorSerializer,
-            403: OpenApiResponse(ErrorSerializer, description="not_yours, wrong_stage, suspended, no_consent"),
+            403: OpenApiResponse(
+                ErrorSerializer, description="not_yours, wrong_stage, suspended, no_consent, session_ended"
+            ),
             404: OpenApiResponse(ErrorSerializer, description="not_found: no such pair served to this rater"),
             409: OpenApiResponse(
                 ErrorSerializer,

@@ -175,6 +175,7 @@ def feedback_answer(feedback: "game.Feedback", *, serve_next: bool) -> dict:
         "level": feedback.level,
         "rating_id": feedback.rating_id,
         "already_rated": feedback.already_rated,
+        "session_ended": feedback.session_ended,
     }
     if serve_next:
         answer["next"] = None if feedback.next is None else served_answer(feedback.next)

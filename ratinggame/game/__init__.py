@@ -8,11 +8,12 @@ next image to fetch ahead in ``prefetch``.
 """
 
 from ratinggame.game.rating import Feedback, RatingRejected, Served, feedback_for, pair_serve, rating_submit
-from ratinggame.game.results import SAME_PAIR_AGAIN
+from ratinggame.game.results import SAME_PAIR_AGAIN, SESSION_ENDED
 from ratinggame.game.skips import Skipped, pair_skip
 
 __all__ = [
     "SAME_PAIR_AGAIN",
+    "SESSION_ENDED",
     "Feedback",
     "RatingRejected",
     "Served",

@@ -14,6 +14,7 @@ rater sees says "game", and a control is scored by Algorithm 1 against its exper
 consensus (``prev = [expert, expert]``).
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -142,10 +143,21 @@ def served_of(
 # --- Submitting -----------------------------------------------------------------------------------
 
 
-def submit(profile: ProfileRow, assignment_id: int, value: int, now: datetime, *, serve_next: bool) -> Feedback | None:
+def submit(
+    profile: ProfileRow,
+    assignment_id: int,
+    value: int,
+    now: datetime,
+    *,
+    serve_next: bool,
+    ends_session: Callable[[str, datetime], bool] = lambda stage, served_at: False,
+) -> Feedback | None:
     """Store the rating of a game (or control) assignment; the caller holds the profile's lock and
     checked the step and the value. None when the assignment is another stage's (the caller takes
-    it through the other stages' path, which says why it is refused or shows its stored feedback)."""
+    it through the other stages' path, which says why it is refused or shows its stored feedback).
+
+    ``ends_session(stage, served_at)``: whether this rating ends the rater's study session (SPEC 7):
+    then no next pair is served with it."""
     window_before = Window(count=profile.window_count, points=profile.window_points)
     # The rated pair is locked by the read of its assignment (after the profile: the one lock
     # order), except when this rating closes the qualification window: then it is locked with
@@ -165,6 +177,7 @@ def submit(profile: ProfileRow, assignment_id: int, value: int, now: datetime, *
         raise too_early(assignment.stage)
     if now >= assignment.expires_at:
         raise expired()
+    serve_next = serve_next and not ends_session(assignment.stage, assignment.served_at)
     return _rate(profile, assignment, pair, value, now, window_before, serve_next=serve_next)
 
 

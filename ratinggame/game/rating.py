@@ -17,6 +17,11 @@ The game stage, the hot path, is ``ratinggame.game.gameplay`` (rows and prepared
 tutorial and probation are here, through the ORM. This module holds the transaction and the
 order of the checks for every stage.
 
+A study participant's session (SPEC 7) has one gate, ``session_open``, asked under the profile's
+lock by every serve, rating and skip: once the session has ended nothing more is served or taken
+(a rating stored before is still answered with its feedback), and the rating that ends it serves
+nothing after it (``Feedback.session_ended``).
+
 One request per rating: ``rating_submit(..., serve_next=True)`` also serves the rater's next
 pair. In the game that happens in the rating's own transaction, and the transaction's writes
 go to the database together: a rating and the next serve cost a handful of statements
@@ -34,11 +39,12 @@ from django.utils import timezone
 
 from annotators import journey, progress
 from annotators.journey import Step
-from annotators.models import RaterProfile, SessionOutcome
-from annotators.study.completion import session_end_check
+from annotators.models import RaterProfile
+from annotators.study.completion import Session, session_end_check, session_of
 from ratinggame.game import gameplay, sql
 from ratinggame.game.assignment import assignments_release_expired
 from ratinggame.game.results import (
+    SESSION_ENDED,
     Feedback,
     RatingRejected,
     Served,
@@ -49,6 +55,7 @@ from ratinggame.game.results import (
     feedback_shown,
     not_found,
     not_yours,
+    session_closed,
     shown_stage,
     too_early,
     wrong_stage,
@@ -81,7 +88,11 @@ def pair_serve(*, rater: AbstractBaseUser, now: datetime | None = None) -> Serve
     is returned unchanged, with its original served time. None when nothing is left to rate.
     """
     now = now or timezone.now()
-    served, step = _serve(rater, now, wait=False)
+    try:
+        served, step = _serve(rater, now, wait=False)
+    except RatingRejected as rejected:
+        outcome_keep(rejected, rater, now)
+        raise
     if served is None and step == Step.GAME:
         # Every open pair may be locked by raters claiming or rating it at this moment: wait
         # for the first, in a transaction of its own, which holds no other pair's lock.
@@ -99,22 +110,32 @@ def _serve(rater, now: datetime, *, wait: bool) -> tuple[Served | None, Step]:
         profile = profile_locked(rater)
         step = journey.step_of(profile)
         check_may_rate(step)
+        session_open(rater, profile, now)
         if step == Step.TUTORIAL:
             return _serve_tutorial(rater, now), step
         if step == Step.PROBATION:
-            _check_not_screened_out(rater, now)
             return _serve_probation(rater, _profile_model(profile), now), step
         return gameplay.serve(profile, now, wait=wait), step
 
 
-def _check_not_screened_out(rater, now: datetime) -> None:
-    """SPEC 7: a participant who failed probation the set number of rounds is screened out; no
-    more rounds are served (to the pages and the API alike)."""
-    participation = session_end_check(user=rater, now=now)
-    if participation is not None and participation.outcome == SessionOutcome.SCREENED_OUT:
-        raise RatingRejected(
-            "screened_out", "Your probation rounds did not reach the pass mark: this study ends here for you.", 403
-        )
+def outcome_keep(rejected: RatingRejected, rater, now: datetime) -> None:
+    """After a refusal: a refusal rolls its transaction back, and with it the session's outcome
+    that the gate may have just recorded (a session that ended by other means than a rating of
+    this rater's: a quota lowered, a rating imported): recorded again, on its own."""
+    if rejected.code == SESSION_ENDED and rater is not None:
+        session_end_check(user=rater, now=now)
+
+
+def session_open(rater, profile: ProfileRow, now: datetime) -> Session | None:
+    """The study session's gate (SPEC 7), asked under the rater's profile lock by every serve,
+    rating and skip: a participant's session, refused once it has ended (``session_ended``);
+    None for a rater who did not come through a platform link (no query: read with the profile)."""
+    if not profile.participant:
+        return None
+    session = session_of(user=rater, now=now)
+    if session is not None and session.closed:
+        raise session_closed(session.participation.outcome)
+    return session
 
 
 def profile_locked(rater) -> ProfileRow:
@@ -124,7 +145,7 @@ def profile_locked(rater) -> ProfileRow:
     if row is None:
         progress.profile_for(rater)
         row = sql.profile_locked().fetchone(rater.pk)
-    return sql.PROFILE.read(row)
+    return sql.profile_with_participant(row)
 
 
 def _profile_model(profile: ProfileRow) -> RaterProfile:
@@ -220,25 +241,54 @@ def rating_submit(
     An exception it raises leaves nothing changed.
     """
     now = now or timezone.now()
+    session = None
     try:
         with transaction.atomic():
             if locked_rater is not None:
                 rater, profile = locked_rater()
             else:
                 profile = profile_locked(rater)
-            feedback = _submit(rater, profile, assignment_id, value, now, serve_next=serve_next)
+            try:
+                session = session_open(rater, profile, now)
+            except RatingRejected:
+                # The session has ended: a rating stored before is still answered with its feedback.
+                stored = _stored_feedback(rater, assignment_id)
+                if stored is None:
+                    raise
+                return stored
+            feedback = _submit(rater, profile, assignment_id, value, now, serve_next=serve_next, session=session)
     except IntegrityError:
         # The one-rating-per-assignment constraint: a concurrent submission of the same
         # assignment stored its rating first. Show that one (idempotent).
-        rating = Rating.objects.filter(assignment_id=assignment_id, rater_id=rater.pk).select_related("pair").first()
-        if rating is None:
+        feedback = _stored_feedback(rater, assignment_id)
+        if feedback is None:
             raise
-        feedback = replace(_feedback_from(rating), already_rated=True)
+    except RatingRejected as rejected:
+        outcome_keep(rejected, rater, now)
+        raise
+    # A participant's rating that served nothing with it: whether it ended their session (recorded
+    # now). One that did serves nothing after it either.
+    if _may_have_ended(session, feedback) and session_end_check(user=rater, now=now) is not None:
+        return replace(feedback, session_ended=True)
     if serve_next and feedback.next is None:
         # Not served with the rating: a repeated submission, a change of stage, or no free
         # game pair without waiting for a lock. Served now, in a transaction of its own.
         feedback = replace(feedback, next=pair_serve(rater=rater, now=now))
     return feedback
+
+
+def _may_have_ended(session: Session | None, feedback: Feedback) -> bool:
+    """Whether this new rating of a participant may have ended their session: it served nothing
+    with it (a rating that ends the session never does, ``Session.ends_with``)."""
+    return session is not None and not session.ended and not feedback.already_rated and feedback.next is None
+
+
+def _stored_feedback(rater, assignment_id: object) -> Feedback | None:
+    """The feedback of the rating stored for this assignment of the rater's, marked as a
+    repeated submission; None when there is none."""
+    ratings = Rating.objects.filter(assignment_id=clean_assignment_id(assignment_id), rater_id=rater.pk)
+    rating = ratings.select_related("pair").first()
+    return None if rating is None else replace(_feedback_from(rating), already_rated=True)
 
 
 def feedback_for(*, rater: AbstractBaseUser, assignment_id: int) -> Feedback:
@@ -252,14 +302,25 @@ def feedback_for(*, rater: AbstractBaseUser, assignment_id: int) -> Feedback:
 
 
 def _submit(
-    rater, profile: ProfileRow, assignment_id: object, raw_value: object, now: datetime, *, serve_next: bool
+    rater,
+    profile: ProfileRow,
+    assignment_id: object,
+    raw_value: object,
+    now: datetime,
+    *,
+    serve_next: bool,
+    session: Session | None,
 ) -> Feedback:
     step = journey.step_of(profile)
     check_may_rate(step)
     value = clean_value(raw_value)
     assignment_id = clean_assignment_id(assignment_id)
     if step == Step.GAME:
-        feedback = gameplay.submit(profile, assignment_id, value, now, serve_next=serve_next)
+
+        def ends_session(stage: str, served_at: datetime) -> bool:
+            return session is not None and session.ends_with(stage=stage, served_at=served_at, now=now)
+
+        feedback = gameplay.submit(profile, assignment_id, value, now, serve_next=serve_next, ends_session=ends_session)
         if feedback is not None:
             return feedback
     assignment = _assignment_of(rater, assignment_id)
@@ -276,7 +337,7 @@ def _submit(
     profile_model = _profile_model(profile)
     if step == Step.TUTORIAL:
         return _submit_tutorial(rater, profile_model, assignment, value, now)
-    return _submit_probation(rater, profile_model, assignment, value, now)
+    return _submit_probation(rater, profile_model, assignment, value, now, session=session)
 
 
 def _submit_tutorial(rater, profile: RaterProfile, assignment: Assignment, value: int, now: datetime) -> Feedback:
@@ -304,7 +365,9 @@ def _submit_tutorial(rater, profile: RaterProfile, assignment: Assignment, value
     return _rating_store(assignment, value, points, pair.expert_rating, shown, profile, now)
 
 
-def _submit_probation(rater, profile: RaterProfile, assignment: Assignment, value: int, now: datetime) -> Feedback:
+def _submit_probation(
+    rater, profile: RaterProfile, assignment: Assignment, value: int, now: datetime, *, session: Session | None
+) -> Feedback:
     current = progress.probation_round_current(profile)
     if current is None or current.finished_at is not None or current.rated >= len(current.pair_order):
         raise expired()
@@ -324,7 +387,12 @@ def _submit_probation(rater, profile: RaterProfile, assignment: Assignment, valu
         progress.game_enter(profile=profile, now=now)
         transition = "probation_passed"
     elif current.passed is False:
-        progress.probation_round_start(profile=profile)
+        # The next round, unless this failure ends a participant's session (SPEC 7): nothing
+        # is served after it, and no round is left open.
+        if session is None or not session.ends_with(
+            stage=assignment.stage, served_at=assignment.served_at, now=now, failed_round=True
+        ):
+            progress.probation_round_start(profile=profile)
         transition = "probation_failed"
     shown = {"stage_total": current.score, "stage_max": 2 * size, "transition": transition}
     return _rating_store(assignment, value, points, pair.expert_rating, shown, profile, now)

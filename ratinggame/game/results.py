@@ -7,6 +7,7 @@ from datetime import datetime
 
 from annotators import journey
 from annotators.journey import Step, Window
+from annotators.models import SessionOutcome
 from ratinggame.models import GAME_STAGES, Pool
 
 
@@ -52,10 +53,15 @@ class Feedback:
     # The submission repeated one already stored (a double click, another tab): this is the stored
     # rating's feedback, and the value sent this time was not taken.
     already_rated: bool = False
+    # This rating ended the rater's study session (SPEC 7): nothing was served after it, and the
+    # completion page comes next.
+    session_ended: bool = False
 
 
 # Refusals that leave the pair open: the rating screen shows it again with the reason and the choice.
 SAME_PAIR_AGAIN = frozenset({"too_early", "invalid_value"})
+# The refusal once a study session has ended (SPEC 7): the pages open the completion page.
+SESSION_ENDED = "session_ended"
 
 
 class RatingRejected(Exception):
@@ -66,6 +72,15 @@ class RatingRejected(Exception):
         self.code = code
         self.message = message
         self.status = status
+
+
+def session_closed(outcome: str) -> RatingRejected:
+    """A serve, rating or skip once the rater's study session has ended (SPEC 7)."""
+    if outcome == SessionOutcome.SCREENED_OUT:
+        message = "This study has ended for you: your probation rounds did not reach the pass mark."
+    else:
+        message = "Your session in this study is complete: thank you."
+    return RatingRejected(SESSION_ENDED, f"{message} Your code is on the completion page.", 403)
 
 
 def shown_stage(stage: str) -> str:

@@ -10,7 +10,7 @@ active (``ModelBackend.user_can_authenticate``). Anything else is "not signed in
 caller falls back to Django's and DRF's full request handling, which says why.
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from importlib import import_module
 
@@ -29,12 +29,11 @@ USER_WIDTH = len(sql.USER_FIELDS) + 1  # the user's columns, then their group na
 @dataclass(frozen=True)
 class SignedIn:
     """The rater: their user (with roles, as ``annotators.roles.role_names`` keeps them) and
-    their profile row, locked to the end of the transaction."""
+    their profile row, locked to the end of the transaction (with ``participant``, whether they
+    came through a study's platform link)."""
 
     user: AbstractBaseUser
     profile: ProfileRow
-    # Came through a study's platform link (read with the session only; False by a token).
-    participant: bool = False
 
 
 def _user_of(values) -> AbstractBaseUser:
@@ -50,7 +49,7 @@ def _signed_in(values) -> SignedIn | None:
     user = _user_of(values[:USER_WIDTH])
     if not user.is_active:
         return None
-    return SignedIn(user, sql.PROFILE.read(values[USER_WIDTH:]))
+    return SignedIn(user, sql.profile_with_participant(values[USER_WIDTH:]))
 
 
 def rater_by_token(key: str) -> SignedIn | None:
@@ -71,7 +70,7 @@ def rater_by_session(session_key: str, now: datetime) -> SignedIn | None:
     if row is None:
         return None
     data = _session_store().decode(row[0])
-    signed_in = _signed_in(row[1:-1])
+    signed_in = _signed_in(row[1:])
     if signed_in is None:
         return None
     user = signed_in.user
@@ -82,7 +81,7 @@ def rater_by_session(session_key: str, now: datetime) -> SignedIn | None:
         return None
     if not constant_time_compare(data.get(HASH_SESSION_KEY, ""), user.get_session_auth_hash()):
         return None
-    return replace(signed_in, participant=bool(row[-1]))
+    return signed_in
 
 
 def _session_store():

@@ -19,7 +19,7 @@ from django.utils import timezone
 from annotators import journey
 from annotators.journey import Step
 from ratinggame.game.assignment import pair_rank_refresh
-from ratinggame.game.rating import RatingRejected, check_may_rate, profile_locked
+from ratinggame.game.rating import RatingRejected, check_may_rate, outcome_keep, profile_locked, session_open
 from ratinggame.models import GAME_STAGES, Assignment, CaptionPair, Pool
 
 
@@ -36,14 +36,24 @@ def skips_used(rater: AbstractBaseUser) -> int:
 def pair_skip(*, rater: AbstractBaseUser, assignment_id: object, now: datetime | None = None) -> Skipped:
     """Skip the rater's open game assignment ``assignment_id``. Raises RatingRejected (a 4xx):
     not_found (no such pair served to this rater), not_yours, wrong_stage (not a game pair),
-    expired (rated, skipped or expired already), skip_limit (no skip left now)."""
+    expired (rated, skipped or expired already), skip_limit (no skip left now), session_ended (a
+    study session that has ended, SPEC 7)."""
     now = now or timezone.now()
     if isinstance(assignment_id, bool) or not isinstance(assignment_id, int):
         raise RatingRejected("not_found", "There is no such pair to skip.", 404)
+    try:
+        return _skip(rater, assignment_id, now)
+    except RatingRejected as rejected:
+        outcome_keep(rejected, rater, now)
+        raise
+
+
+def _skip(rater, assignment_id: int, now: datetime) -> Skipped:
     with transaction.atomic():
         profile = profile_locked(rater)
         step = journey.step_of(profile)
         check_may_rate(step)
+        session_open(rater, profile, now)
         assignment = Assignment.objects.filter(pk=assignment_id).first()
         if assignment is None:
             raise RatingRejected("not_found", "There is no such pair to skip.", 404)

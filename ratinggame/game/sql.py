@@ -68,6 +68,10 @@ class ProfileRow:
     window_points: int
     game_serves: int
     order_seed: int
+    # Not a column of the profile's table: read beside it by every statement that locks the
+    # profile for a serve or a rating (``participant_of``), so the study's session gate (SPEC 7)
+    # costs a rater who did not come through a platform link nothing.
+    participant: bool = dataclasses.field(default=False, init=False)
 
 
 @dataclasses.dataclass
@@ -138,7 +142,8 @@ class RowShape:
     def __init__(self, row_type: type, model: type[Model]) -> None:
         self.row_type = row_type
         self.model = model
-        self.fields = [model._meta.get_field(field.name) for field in dataclasses.fields(row_type)]
+        columns = [field for field in dataclasses.fields(row_type) if field.init]
+        self.fields = [model._meta.get_field(field.name) for field in columns]
         self.width = len(self.fields)
         self._converters: dict[str, list] = {}
 
@@ -319,29 +324,29 @@ def rater_by_token(vendor: str) -> Statement:
     """The token's user, their roles and their rater profile, locked: who rates, in one query."""
     user_model = get_user_model()
     sql = (
-        f"SELECT {_user_columns('u')}, {_group_names(vendor, 'u')}, {PROFILE.select('p')} "  # noqa: S608
+        f"SELECT {_user_columns('u')}, {_group_names(vendor, 'u')}, {PROFILE.select('p')}, {_participant('p')} "  # noqa: S608
         f'FROM {table(Token)} t JOIN {table(user_model)} u ON u."id" = t.{column(Token, "user")} '
         f'JOIN {table(RaterProfile)} p ON p.{column(RaterProfile, "user")} = u."id" '
         f"WHERE t.{column(Token, 'key')} = %s{_lock(vendor, 'p')}"
     )
-    return Statement(
-        sql, {Token: ("user", "key"), user_model: USER_FIELDS, Group: ("name",), RaterProfile: PROFILE.names}
-    )
+    names = {
+        Token: ("user", "key"),
+        user_model: USER_FIELDS,
+        Group: ("name",),
+        RaterProfile: PROFILE.names,
+        Participation: ("profile",),
+    }
+    return Statement(sql, names)
 
 
 @statement
 def rater_by_session(vendor: str) -> Statement:
     """The session's data and user, their roles and their rater profile, locked, in one query
-    (the session table names its user: ``ratinggame.models.Session``); last, whether the rater
-    came through a study's platform link (a ``Participation``: their session may end, SPEC 7)."""
+    (the session table names its user: ``ratinggame.models.Session``)."""
     user_model = get_user_model()
-    participant = (
-        f"EXISTS (SELECT 1 FROM {table(Participation)} pa "  # noqa: S608
-        f'WHERE pa.{column(Participation, "profile")} = p."id")'
-    )
     sql = (
         f"SELECT s.{column(Session, 'session_data')}, {_user_columns('u')}, {_group_names(vendor, 'u')}, "  # noqa: S608
-        f"{PROFILE.select('p')}, {participant} FROM {table(Session)} s "
+        f"{PROFILE.select('p')}, {_participant('p')} FROM {table(Session)} s "
         f'JOIN {table(user_model)} u ON u."id" = s.{column(Session, "user")} '
         f'JOIN {table(RaterProfile)} p ON p.{column(RaterProfile, "user")} = u."id" '
         f"WHERE s.{column(Session, 'session_key')} = %s AND s.{column(Session, 'expire_date')} > %s"
@@ -359,8 +364,27 @@ def rater_by_session(vendor: str) -> Statement:
 
 @statement
 def profile_locked(vendor: str) -> Statement:
-    sql = f"SELECT {PROFILE.select('p')} FROM {table(RaterProfile)} p WHERE p.{column(RaterProfile, 'user')} = %s"  # noqa: S608
-    return Statement(sql + _lock(vendor, "p"), {RaterProfile: PROFILE.names})
+    sql = (
+        f"SELECT {PROFILE.select('p')}, {_participant('p')} FROM {table(RaterProfile)} p "  # noqa: S608
+        f"WHERE p.{column(RaterProfile, 'user')} = %s"
+    )
+    return Statement(sql + _lock(vendor, "p"), {RaterProfile: PROFILE.names, Participation: ("profile",)})
+
+
+def _participant(alias: str) -> str:
+    """Whether the rater of the profile ``alias`` came through a study's platform link (a
+    ``Participation``: their session may end, SPEC 7), as the column after the profile's."""
+    return (
+        f"EXISTS (SELECT 1 FROM {table(Participation)} pa "  # noqa: S608
+        f'WHERE pa.{column(Participation, "profile")} = {alias}."id")'
+    )
+
+
+def profile_with_participant(values) -> ProfileRow:
+    """The profile row of a statement's profile columns followed by ``_participant``'s."""
+    profile = PROFILE.read(values[: PROFILE.width])
+    profile.participant = bool(values[PROFILE.width])
+    return profile
 
 
 def _assignment_with_pair(vendor: str, lock: bool) -> Statement:

@@ -161,7 +161,7 @@ def test_a_script_signs_up_and_plays_tutorial_then_game_through_the_api():
     assert feedback["stage"] == "game" and feedback["reference"] == 3 and feedback["already_rated"] is False
     assert feedback["window"] == {"count": 1, "points": feedback["points"], "size": 20, "needed": 25}
     again = client.get(f"/api/game/feedback/{served['assignment_id']}").json()
-    assert again == {key: value for key, value in feedback.items() if key != "already_rated"}
+    assert again == {key: value for key, value in feedback.items() if key not in {"already_rated", "session_ended"}}
     game_step = client.get("/api/game/step").json()["game"]
     assert game_step["ratings"] == 1 and game_step["window"]["count"] == 1
     assert Rating.objects.filter(rater__username="bot").count() == 4
@@ -196,9 +196,9 @@ def test_a_submission_with_next_answers_the_feedback_and_the_next_pair_in_one_re
     body = answer.json()
     # The feedback as a plain submission answers it, and the next pair as POST next serves it:
     # only what a rater may see before rating it.
-    assert {key: value for key, value in body.items() if key not in {"next", "already_rated"}} == client.get(
-        f"/api/game/feedback/{served['assignment_id']}"
-    ).json()
+    assert {
+        key: value for key, value in body.items() if key not in {"next", "already_rated", "session_ended"}
+    } == client.get(f"/api/game/feedback/{served['assignment_id']}").json()
     following = body["next"]
     assert set(following) == SERVED_KEYS
     assert following["stage"] == "game" and following["pair_id"] != served["pair_id"]

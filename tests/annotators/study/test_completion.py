@@ -40,12 +40,16 @@ def quota(settings):
     }
 
 
-def participant(client: Client, state: str = RaterState.GAME) -> RaterProfile:
+def participant(client: Client, state: str = RaterState.GAME, *, entered_game: bool | None = None) -> RaterProfile:
+    """A participant through a Prolific link on ``state``; ``entered_game``: has been in the game
+    (by default when on the game)."""
     client.get(reverse("annotators:study_enter"), {"PROLIFIC_PID": PID, "STUDY_ID": "s1", "SESSION_ID": "x1"})
     profile = RaterProfile.objects.get(participation__external_id=PID)
+    entered = state == RaterState.GAME if entered_game is None else entered_game
     RaterProfile.objects.filter(pk=profile.pk).update(
-        consent_at=T0 - timedelta(days=1), state=state, game_entered_at=T0 - timedelta(hours=1)
+        consent_at=T0 - timedelta(days=1), state=state, game_entered_at=T0 - timedelta(hours=1) if entered else None
     )
+    profile.refresh_from_db()
     return profile
 
 
@@ -136,7 +140,7 @@ def test_failing_probation_the_set_rounds_screens_out_with_its_own_code(client, 
     # The API serves no further round either.
     with pytest.raises(game.RatingRejected) as refused:
         game.pair_serve(rater=profile.user, now=clock.tick(5))
-    assert refused.value.code == "screened_out"
+    assert refused.value.code == "session_ended"
 
 
 def test_one_failed_round_short_of_the_limit_goes_on(client, quota, settings):

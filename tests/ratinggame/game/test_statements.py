@@ -18,9 +18,10 @@ profile locked (1, ``ratinggame.game.signed_in``); the assignment with its pair,
 next pair's claim (1); the writes (1 on PostgreSQL, ``ratinggame.game.sql.write_plan``; 6
 elsewhere: assignment closed, pair, profile, rating, next pair, next assignment); COMMIT. The
 page's answer (its feedback panel and the next pair) is rendered from what the rating returned;
-for a study participant (read with the session), whether the rating ended their session (SPEC 7:
-``PARTICIPANT``, 3 statements more, whatever the session's length). Before this path (issue 22) the
-same rating through the pages took three requests and 34 statements.
+for a study participant (known from the profile's read), their session's figures, read under the
+profile's lock: the gate that refuses a rating once the session has ended, and that tells whether
+this rating ends it (SPEC 7: ``PARTICIPANT``, 3 statements more, whatever the session's length).
+Before this path (issue 22) the same rating through the pages took three requests and 34 statements.
 
 The first time a connection runs each of these statements it also prepares it on PostgreSQL
 (``ratinggame.game.prepared``): a ``PREPARE`` once per connection and statement, not per
