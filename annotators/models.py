@@ -129,6 +129,10 @@ class Participation(models.Model):
         help_text="Completed by failing probation after entering the game (not screened out): for the researcher "
         "to review.",
     )
+    # The platform's status of the participant's submission, as last read (Prolific: ACTIVE,
+    # AWAITING REVIEW, APPROVED, ...), and when this site approved it.
+    platform_status = models.CharField(max_length=32, blank=True)
+    approved_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["id"]
@@ -138,6 +142,67 @@ class Participation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_platform_display()} {self.external_id}"
+
+
+class BonusState(models.TextChoices):
+    """A bonus batch's life (``annotators.study.ledger``): drafted here, created on Prolific (not
+    paid), its pay call sent (``paying``: until Prolific's answer is in; a lost answer leaves it so,
+    counted as paid, never sent again), paid; or failed (Prolific refused it: nothing was paid)."""
+
+    DRAFT = "draft", "Draft (not on Prolific yet)"
+    CREATED = "created", "Created on Prolific, not paid"
+    PAYING = "paying", "Pay sent, answer not received"
+    PAID = "paid", "Paid"
+    FAILED = "failed", "Failed: nothing paid"
+    CANCELLED = "cancelled", "Cancelled: nothing paid"
+
+
+# At most one batch of a study is on its way at a time: its lines are what the next batch subtracts.
+BONUS_OPEN_STATES = (BonusState.DRAFT, BonusState.CREATED, BonusState.PAYING)
+
+
+class BonusBatch(models.Model):
+    """One bulk bonus on Prolific: what each participant is owed up to a day, less what earlier
+    batches paid them. The ledger that makes paying twice impossible (SPEC 7)."""
+
+    study_id = models.CharField(max_length=64)
+    up_to = models.DateField(help_text="Earnings up to the end of this day (UTC) are paid.")
+    state = models.CharField(max_length=10, choices=BonusState.choices, default=BonusState.DRAFT)
+    currency = models.CharField(max_length=3)
+    total = models.DecimalField(max_digits=12, decimal_places=2)
+    prolific_id = models.CharField(max_length=64, blank=True, help_text="Prolific's id of the bulk bonus payment.")
+    created_at = models.DateTimeField()
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True)
+    pay_sent_at = models.DateTimeField(null=True, blank=True)
+    paid_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study_id"], condition=Q(state__in=BONUS_OPEN_STATES), name="bonus_one_open_batch_per_study"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Bonus batch {self.pk} ({self.get_state_display()})"
+
+
+class BonusLine(models.Model):
+    batch = models.ForeignKey(BonusBatch, on_delete=models.CASCADE, related_name="lines")
+    participation = models.ForeignKey(Participation, on_delete=models.PROTECT, related_name="bonus_lines")
+    amount = models.DecimalField(max_digits=10, decimal_places=2)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["batch", "participation"], name="bonus_line_one_per_participant"),
+            models.CheckConstraint(condition=Q(amount__gt=0), name="bonus_line_amount_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.participation}: {self.amount}"
 
 
 class ProbationRound(models.Model):

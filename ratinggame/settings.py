@@ -342,6 +342,14 @@ RATINGGAME_STUDY = {
     "CURRENCY": env_str("RATINGGAME_STUDY_CURRENCY", "GBP"),
     # The platform's minimum hourly pay at the median session (0: no check).
     "PLATFORM_MIN_HOURLY": env_decimal("RATINGGAME_STUDY_PLATFORM_MIN_HOURLY", "0"),
+    # Whether the bonus file and the bonus API carry the base pay too (off: Prolific pays the base
+    # as the study's own reward, and only the points' bonus goes on top).
+    "PAY_BASE_AS_BONUS": env_bool("RATINGGAME_STUDY_PAY_BASE_AS_BONUS", False),
+    # Prolific's API (annotators.study.prolific): a researcher's API token (a secret: never shown
+    # back, never logged) and the study on Prolific this site's participants come from.
+    "PROLIFIC_API_TOKEN": env_str("RATINGGAME_PROLIFIC_API_TOKEN", ""),
+    "PROLIFIC_STUDY_ID": env_str("RATINGGAME_PROLIFIC_STUDY_ID", ""),
+    "PROLIFIC_API_URL": env_str("RATINGGAME_PROLIFIC_API_URL", "https://api.prolific.com"),
     # Entry links (annotators.study.entry): the platforms whose links are taken, the generic
     # provider's participant-id parameter and its return address ({code} becomes the code).
     "PLATFORMS": env_list("RATINGGAME_STUDY_PLATFORMS", ["prolific"]),

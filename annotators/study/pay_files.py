@@ -35,13 +35,13 @@ COLUMNS = (
 
 
 def prolific_bonus_csv(report: PayReport) -> str:
-    """Lines for Prolific's bulk bonus: its participants with something to pay, amounts with two decimals.
-    (With the hourly rate at 0, where Prolific pays the study's reward itself, this is the bonus.)"""
+    """Lines for Prolific's bulk bonus: its participants with a bonus to pay, amounts with two
+    decimals: only what Prolific pays on top of the study's reward (``PayRow.platform_bonus``)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     for row in report.rows:
-        if row.platform == Platform.PROLIFIC and row.amount > 0:
-            writer.writerow([spreadsheet_safe(row.participant_id), f"{row.amount:.2f}"])
+        if row.platform == Platform.PROLIFIC and row.platform_bonus > 0:
+            writer.writerow([spreadsheet_safe(row.participant_id), f"{row.platform_bonus:.2f}"])
     return out.getvalue()
 
 

@@ -65,10 +65,18 @@ class PayRow:
     bonus: Decimal
     # Completed by failing probation after entering the game (SPEC 7): for the researcher to review.
     probation_after_game: bool = False
+    # The base goes in the platform's bonus too (``StudySettings.pay_base_as_bonus``).
+    base_as_bonus: bool = False
 
     @property
     def amount(self) -> Decimal:
         return self.base + self.bonus
+
+    @property
+    def platform_bonus(self) -> Decimal:
+        """What the platform pays on top of its own reward (SPEC 7): the points' bonus; the base
+        too only where the study says so."""
+        return self.amount if self.base_as_bonus else self.bonus
 
     @property
     def outcome_label(self) -> str:
@@ -171,6 +179,7 @@ def pay_report(*, start: datetime, end: datetime) -> PayReport:
                 base=pay.base,
                 bonus=pay.bonus,
                 probation_after_game=bool(participation and participation.probation_after_game),
+                base_as_bonus=rules.pay_base_as_bonus,
             )
         )
         all_sessions.extend(sessions)

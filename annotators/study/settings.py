@@ -2,7 +2,7 @@
 environment, ``ratinggame/settings.py``) into one typed object, with the rules that depend only on
 them. Every page, command and service asks ``study()``; nothing else reads RATINGGAME_STUDY."""
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from decimal import Decimal
 
@@ -33,9 +33,14 @@ class StudySettings:
     pay_per_point: Decimal
     currency: str
     platform_min_hourly: Decimal
+    pay_base_as_bonus: bool
     platforms: tuple[str, ...]
     generic_id_param: str
     generic_return_url: str
+    prolific_study_id: str
+    prolific_api_url: str
+    # A secret: never shown back (``rows`` says only whether it is set), never in a repr.
+    prolific_api_token: str = field(default="", repr=False)
 
     def is_closed(self, now: datetime | None = None) -> bool:
         """Closed by the setting, or past its closing time: no new raters come in."""
@@ -59,9 +64,11 @@ class StudySettings:
     def rows(self) -> list[tuple[str, object]]:
         """Every setting with its words, for the staff page that shows them."""
         rows = []
-        for field in fields(self):
-            value = getattr(self, field.name)
-            rows.append((LABELS[field.name], ", ".join(value) if isinstance(value, tuple) else value))
+        for setting in fields(self):
+            value = getattr(self, setting.name)
+            if setting.name == "prolific_api_token":
+                value = "set (not shown)" if value else "not set"
+            rows.append((LABELS[setting.name], ", ".join(value) if isinstance(value, tuple) else value))
         return rows
 
 
@@ -88,6 +95,10 @@ LABELS = {
     "pay_per_point": "Bonus per game point",
     "currency": "Currency",
     "platform_min_hourly": "Platform's minimum hourly pay at the median (0: no check)",
+    "pay_base_as_bonus": "Bonus file and bonus API carry the base pay too (off: Prolific's reward pays it)",
+    "prolific_study_id": "Prolific: the study's id (approvals and bonuses)",
+    "prolific_api_url": "Prolific: API address",
+    "prolific_api_token": "Prolific: API token",
     "platforms": "Platforms whose entry links are taken",
     "generic_id_param": "Generic platform: the link's participant-id parameter",
     "generic_return_url": "Generic platform: return address ({code} becomes the code)",
@@ -116,7 +127,11 @@ def study() -> StudySettings:
         pay_per_point=Decimal(conf["PAY_PER_POINT"]),
         currency=conf["CURRENCY"],
         platform_min_hourly=Decimal(conf["PLATFORM_MIN_HOURLY"]),
+        pay_base_as_bonus=conf["PAY_BASE_AS_BONUS"],
         platforms=tuple(conf["PLATFORMS"]),
         generic_id_param=conf["GENERIC_ID_PARAM"],
         generic_return_url=conf["GENERIC_RETURN_URL"],
+        prolific_study_id=conf["PROLIFIC_STUDY_ID"],
+        prolific_api_url=conf["PROLIFIC_API_URL"],
+        prolific_api_token=conf["PROLIFIC_API_TOKEN"],
     )

@@ -10,7 +10,7 @@ from annotators.study.pay_files import FILES
 from annotators.study.report import PayPeriodError, pay_period, pay_report
 
 
-def _day(text: str) -> date:
+def day_argument(text: str) -> date:
     try:
         return date.fromisoformat(text)
     except ValueError:
@@ -28,7 +28,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         try:
-            start, end = pay_period(_day(options["start"]), _day(options["end"]))
+            start, end = pay_period(day_argument(options["start"]), day_argument(options["end"]))
         except PayPeriodError as error:
             raise CommandError(str(error)) from None
         report = pay_report(start=start, end=end)

@@ -130,11 +130,16 @@ def test_the_report_of_the_worked_example(crowd):
     assert report.median.under_minimum
 
 
-def test_the_prolific_csv_has_one_line_per_paid_prolific_participant(crowd):
+def test_the_prolific_csv_has_one_line_per_prolific_participant_with_a_bonus_and_only_the_bonus(crowd, settings):
+    """SPEC 7: the bonus file carries what Prolific pays on top of the study's reward: the points'
+    bonus (A: 0.93; B earned no bonus: no line); the base too only where the study says so."""
     report = pay_report(start=pay_period(DAY, DAY)[0], end=pay_period(DAY, DAY)[1])
     text = prolific_bonus_csv(report)
-    assert text == "P1aaaaaaaaaaaaaaaaaaaaaa,1.50\nP2bbbbbbbbbbbbbbbbbbbbbb,0.20\n"
+    assert text == "P1aaaaaaaaaaaaaaaaaaaaaa,0.93\n"
     assert all(len(line) == 2 for line in csv.reader(io.StringIO(text)))
+    settings.RATINGGAME_STUDY = {**settings.RATINGGAME_STUDY, "PAY_BASE_AS_BONUS": True}
+    report = pay_report(start=pay_period(DAY, DAY)[0], end=pay_period(DAY, DAY)[1])
+    assert prolific_bonus_csv(report) == "P1aaaaaaaaaaaaaaaaaaaaaa,1.50\nP2bbbbbbbbbbbbbbbbbbbbbb,0.20\n"
 
 
 def test_the_full_csv_has_every_column(crowd):
@@ -175,7 +180,8 @@ def test_a_period_beyond_the_days_a_study_can_run_is_refused_everywhere_never_a_
         call_command("pay_report", "--start", start, "--end", end)
 
 
-def test_the_pay_files_write_text_a_spreadsheet_would_run_as_plain_text(crowd):
+def test_the_pay_files_write_text_a_spreadsheet_would_run_as_plain_text(crowd, settings):
+    settings.RATINGGAME_STUDY = {**settings.RATINGGAME_STUDY, "PAY_BASE_AS_BONUS": True}  # B's line: its base
     _a, b, c = crowd
     c.username = "+1+1"
     c.save(update_fields=["username"])
@@ -194,7 +200,7 @@ def test_the_page_the_api_and_the_command_give_the_same_figures(client, crowd, c
     page = client.get(reverse("annotators:pay_report"), params).content.decode()
     assert 'id="pay-total">1.83 GBP<' in page and 'id="under-minimum"' in page
     assert client.get(reverse("annotators:pay_report"), {**params, "download": "prolific"}).content.decode() == (
-        "P1aaaaaaaaaaaaaaaaaaaaaa,1.50\nP2bbbbbbbbbbbbbbbbbbbbbb,0.20\n"
+        "P1aaaaaaaaaaaaaaaaaaaaaa,0.93\n"
     )
     body = token_client(researcher()).get("/api/study/pay", params).json()
     assert body["total"] == "1.83" and body["hourly_at_median"] == "38.40" and len(body["rows"]) == 3
@@ -211,10 +217,10 @@ def test_the_pay_page_reads_its_period_and_outcomes_one_way_and_says_what_the_bo
     page = client.get(reverse("annotators:pay_report"), {"start": "2030-01-01", "end": "2030-01-01"}).content.decode()
     assert 'id="period-heading">1 Jan 2030 to 1 Jan 2030 (UTC, both days included)<' in page
     assert "· screened out<" in page and "screenedout" not in page
-    assert 'id="base-in-bonus"' in page  # PAY_HOURLY is 9.00 here: the bonus file's amounts hold the base
-    settings.RATINGGAME_STUDY = {**settings.RATINGGAME_STUDY, "PAY_HOURLY": Decimal("0")}
+    assert 'id="base-in-bonus"' not in page and "bonus column only (Prolific's reward pays the base)" in page
+    settings.RATINGGAME_STUDY = {**settings.RATINGGAME_STUDY, "PAY_BASE_AS_BONUS": True}
     page = client.get(reverse("annotators:pay_report"), {"start": "2030-01-01", "end": "2030-01-02"}).content.decode()
-    assert "1 Jan 2030 to 2 Jan 2030 (UTC, both days included)" in page and 'id="base-in-bonus"' not in page
+    assert "1 Jan 2030 to 2 Jan 2030 (UTC, both days included)" in page and 'id="base-in-bonus"' in page
 
 
 def test_only_researchers_and_staff_see_pay(client, crowd):
