@@ -1,6 +1,7 @@
 from django.urls import path
 
 from annotators import views
+from annotators.study import bonus_views
 from annotators.study import views as study_views
 
 app_name = "annotators"
@@ -17,4 +18,7 @@ urlpatterns = [
     path("study/complete/", study_views.complete, name="study_complete"),
     # Before the rest of /research/ (scoring's).
     path("research/pay/", study_views.pay_page, name="pay_report"),
+    path("research/pay/bonus/", bonus_views.bonus_draft, name="bonus_draft"),
+    path("research/pay/bonus/<int:batch_id>/", bonus_views.bonus_batch, name="bonus_batch"),
+    path("research/pay/approve/", bonus_views.approve, name="prolific_approve"),
 ]

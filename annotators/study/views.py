@@ -8,9 +8,10 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
-from annotators.models import Participation
+from annotators.models import BonusBatch, Participation
 from annotators.roles import researcher_required, staff_required
 from annotators.study import services
+from annotators.study.bonus_views import UpToForm
 from annotators.study.completion import completion_code, may_rate_on, session_end_check
 from annotators.study.entry import EntryRefused, entry_link, return_url
 from annotators.study.forms import PayPeriodForm
@@ -92,7 +93,7 @@ def pay_page(request: HttpRequest) -> HttpResponse:
     if not form.is_valid() or (kind and kind not in FILES):
         if kind and kind not in FILES:
             form.add_error(None, f"Unknown download {kind!r}: prolific or csv.")
-        return render(request, "annotators/study/pay.html", {"form": form, "current": "pay"}, status=400)
+        return render(request, "annotators/study/pay.html", {"form": form, **_bonus_context(None)}, status=400)
     start, end = form.cleaned_data["period"]
     report = pay_report(start=start, end=end)
     if kind:
@@ -102,6 +103,16 @@ def pay_page(request: HttpRequest) -> HttpResponse:
         response["Content-Disposition"] = f'attachment; filename="{name}"'
         return response
     query = f"start={form.cleaned_data['start']}&end={form.cleaned_data['end']}"
-    return render(
-        request, "annotators/study/pay.html", {"form": form, "report": report, "query": query, "current": "pay"}
-    )
+    context = {"form": form, "report": report, "query": query, **_bonus_context(form.cleaned_data["end"])}
+    return render(request, "annotators/study/pay.html", context)
+
+
+def _bonus_context(last_day) -> dict:
+    """The pay page's Prolific part: the ledger's latest batches and the form that drafts one."""
+    rules = study()
+    return {
+        "current": "pay",
+        "batches": BonusBatch.objects.order_by("-id")[:20],
+        "up_to_form": UpToForm(initial={"up_to": last_day}),
+        "prolific_ready": bool(rules.prolific_study_id and rules.prolific_api_token),
+    }

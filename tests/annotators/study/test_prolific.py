@@ -9,6 +9,7 @@ from decimal import Decimal
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.urls import reverse
 from django.utils import timezone
 
 from annotators.models import BonusBatch, BonusState, Participation, SessionOutcome
@@ -27,7 +28,7 @@ from annotators.study.prolific import Prolific
 from annotators.study.report import pay_period, pay_report
 from tests.annotators.study.fake_prolific import FakeProlific
 from tests.annotators.study.test_pay import DAY, crowd, rate, rates  # noqa: F401 (fixtures)
-from tests.ratinggame.api_helpers import researcher
+from tests.ratinggame.api_helpers import annotator, researcher
 
 pytestmark = pytest.mark.django_db
 
@@ -204,3 +205,51 @@ def test_the_command_says_what_is_missing(settings):
     settings.RATINGGAME_STUDY = {**settings.RATINGGAME_STUDY, "PROLIFIC_STUDY_ID": "", "PROLIFIC_API_TOKEN": ""}
     with pytest.raises(CommandError, match="RATINGGAME_PROLIFIC_STUDY_ID"):
         call_command("prolific", "sync")
+
+
+def test_the_pay_page_shows_a_batch_whole_before_it_pays_it_once(client, fake):
+    client.force_login(researcher())
+    page = client.get(reverse("annotators:pay_report"), {"start": "2030-01-01", "end": "2030-01-01"})
+    assert 'id="bonus-draft"' in page.content.decode()
+    drafted = client.post(reverse("annotators:bonus_draft"), {"up_to": "2030-01-01"})
+    batch = BonusBatch.objects.get()
+    assert drafted["Location"] == reverse("annotators:bonus_batch", args=[batch.pk]) and fake.bonuses == {}
+    shown = client.get(drafted["Location"]).content.decode()
+    assert f"<code>{P1}</code></td><td>0.93 GBP" in shown and 'id="pay-batch"' in shown
+    paid = client.post(drafted["Location"], {"action": "pay"}, follow=True).content.decode()
+    assert "is paid: 0.93 GBP" in paid and 'id="pay-batch"' not in paid
+    again = client.post(drafted["Location"], {"action": "pay"}, follow=True).content.decode()
+    assert "already paid" in again
+    client.get(drafted["Location"])  # a reload sends nothing
+    assert fake.paid_to() == bonus_due() and sum("/pay/" in path for _, path, _ in fake.seen) == 1
+
+
+def test_the_pay_page_asks_the_researcher_about_a_batch_whose_answer_was_lost(client, fake):
+    fake.fault("pay", "dropped")
+    client.force_login(researcher())
+    client.post(reverse("annotators:bonus_draft"), {"up_to": "2030-01-01"})
+    url = reverse("annotators:bonus_batch", args=[BonusBatch.objects.get().pk])
+    page = client.post(url, {"action": "pay"}, follow=True).content.decode()
+    assert "counts as paid" in page and 'id="batch-unknown"' in page
+    client.post(url, {"action": "paid"})
+    assert BonusBatch.objects.get().state == BonusState.PAID and fake.paid_to() == bonus_due()
+
+
+def test_approvals_from_the_pay_page_are_shown_then_done(client, fake, crowd):  # noqa: F811
+    Participation.objects.filter(profile__user=crowd[0]).update(outcome=SessionOutcome.COMPLETED)
+    client.force_login(researcher())
+    preview = client.post(reverse("annotators:prolific_approve")).content.decode()
+    assert f"<li><code>{P1}</code></li>" in preview and fake.approved == []
+    client.post(reverse("annotators:prolific_approve"), {"confirm": "1"})
+    assert fake.approved == [fake.submissions[0]["id"]]
+
+
+def test_only_researchers_pay_and_the_page_says_what_to_set(client, crowd, settings):  # noqa: F811
+    client.force_login(annotator())
+    for name, args in (("bonus_draft", []), ("prolific_approve", []), ("bonus_batch", [1])):
+        assert client.post(reverse(f"annotators:{name}", args=args)).status_code == 403
+    client.force_login(researcher())
+    page = client.get(reverse("annotators:pay_report"), {"start": "2030-01-01", "end": "2030-01-01"}).content.decode()
+    assert 'id="prolific-not-set"' in page and "RATINGGAME_PROLIFIC_API_TOKEN" in page
+    refused = client.post(reverse("annotators:bonus_draft"), {"up_to": "9999-12-31"}, follow=True).content.decode()
+    assert "Name a day from 2000-01-01" in refused and not BonusBatch.objects.exists()
