@@ -67,7 +67,8 @@ def consent(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         progress.consent_give(user=request.user)
         return redirect("annotators:intro")
-    return render(request, "annotators/consent.html", {"form": form}, status=400 if form.errors else 200)
+    context = {"form": form, "participation": Participation.objects.filter(profile__user=request.user).first()}
+    return render(request, "annotators/consent.html", context, status=400 if form.errors else 200)
 
 
 @login_required
@@ -86,6 +87,7 @@ def intro(request: HttpRequest) -> HttpResponse:
             "min_seconds": journey.min_seconds(step),
             "rules": journey.rules(),
             "game_points": points_table(),
+            "participation": Participation.objects.filter(profile__user=request.user).first(),
         },
     )
 

@@ -98,6 +98,12 @@ def outcome_for(fb: "game.Feedback", *, next_round: str = "", session_ended: boo
         "is reset to 0, your game ratings since the first of those checks no longer count, and you go back to "
         "probation to practise with the experts' explanations.",
     )
+    if session_ended and fb.transition not in texts:
+        texts[fb.transition] = (
+            "good",
+            "Your session is complete",
+            "Thank you: that was the end of your session in this study. The next page has your completion code.",
+        )
     if fb.transition not in texts:
         return None
     tone, title, text = texts[fb.transition]

@@ -31,9 +31,8 @@ def render_fragment(name: str, context: dict) -> SafeString:
     return mark_safe(engines["jinja2"].get_template(name).render(context))  # noqa: S308 - autoescaped
 
 
-def play_title(served, progress) -> SafeString:
+def play_title(served, progress, session=None) -> SafeString:
     """The rating screen's title and progress for the pair ``served`` (a page's, or the next pair's
-    shown in place)."""
-    return render_fragment(
-        "ratinggame/_play_title.html", {"stage": served.stage, "served": served, "progress": progress}
-    )
+    shown in place); ``session``: a study participant's session progress (``SessionProgress``)."""
+    context = {"stage": served.stage, "served": served, "progress": progress, "session": session}
+    return render_fragment("ratinggame/_play_title.html", context)

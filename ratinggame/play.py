@@ -121,7 +121,7 @@ def _answer(request: HttpRequest, feedback: "game.Feedback", value: str, now) ->
         # two random strings and a CSRF cookie sent again with every rating.
     }
     progress = _progress_after(request, feedback, served)
-    next_title = play_title(served, progress)
+    next_title = play_title(served, progress, feedback.session_progress)
     return {
         "feedback": {
             "url": feedback_url,
@@ -129,7 +129,7 @@ def _answer(request: HttpRequest, feedback: "game.Feedback", value: str, now) ->
             "html": render_fragment("ratinggame/_feedback_in_place.html", context),
             "announce": announcement(feedback, None),
             "points_class": context["points_class"],
-            "title_html": _rated_title(served, progress, next_title),
+            "title_html": _rated_title(served, progress, next_title, feedback),
         },
         "next": _next_pair(served, next_title, now),
     }
@@ -180,13 +180,13 @@ def _progress_after(request: HttpRequest, feedback: "game.Feedback", served: "ga
     return stage_progress(request.user, served.stage)
 
 
-def _rated_title(served: "game.Served", progress: StageProgress, next_title: str) -> str:
+def _rated_title(served: "game.Served", progress: StageProgress, next_title: str, feedback: "game.Feedback") -> str:
     """The screen's title beside the feedback: the progress after this rating, as the panel gives
     it; the tutorial's and probation's name the pair just rated (the one before ``served``), the
     game's name no pair (the next pair's title, as it is)."""
     if not served.total:
         return next_title
-    return play_title(replace(served, position=served.position - 1), progress)
+    return play_title(replace(served, position=served.position - 1), progress, feedback.session_progress)
 
 
 def _next_pair(served: "game.Served", title_html: str, now) -> dict:

@@ -24,7 +24,7 @@ from annotators import journey, progress, services
 from annotators.forms import DisputeForm
 from annotators.gates import PLAYING_STEPS, STEP_STAGES, guide_context, step_gate
 from annotators.journey import Step
-from annotators.models import Participation
+from annotators.study.completion import session_of
 from annotators.study.gates import session_gate
 from ratinggame import drafts, game
 from ratinggame.feedback_text import announcement, feedback_panel_context, not_taken_words, outcome_for
@@ -171,13 +171,21 @@ def rate_response(
         "report_reasons": ReportReason.choices,
         "report": report or {},
         "report_max_chars": REPORT_MAX_CHARS,
-        "title": play_title(served, progress.stage_progress(request.user, served.stage)),
+        "title": play_title(
+            served, progress.stage_progress(request.user, served.stage), _session_progress(request.user)
+        ),
         "image": image,
         "original_url": served.image_url,
         # Another caption of the same image needs nothing fetched.
         "upcoming": display_image(upcoming) if upcoming is not None and upcoming.pk != image.pk else None,
     }
     return render(request, "ratinggame/rate.html", context)
+
+
+def _session_progress(user):
+    """A study participant's session progress for the rating screen; None for other raters."""
+    session = session_of(user=user, now=timezone.now())
+    return session.progress if session is not None else None
 
 
 @login_required
@@ -202,8 +210,11 @@ def feedback_response(request: HttpRequest, feedback_: "game.Feedback") -> HttpR
     not_taken_text = not_taken_words(not_taken["value"], fb.value) if not_taken else ""
     refusal = services.dispute_refusal(rating)
     # A study session that has ended (with this rating or before): "Finish" leads to the code.
-    ended = Participation.objects.filter(profile__user=request.user).exclude(outcome="").exists()
+    session = session_of(user=request.user, now=timezone.now())
+    ended = session is not None and session.ended
     next_round = _round_after(request.user, rating) if fb.transition == "probation_failed" and not ended else ""
+    if next_round and session is not None and session.progress.last_round:
+        next_round += " It is your last: if you do not pass it, your session in this study ends there."
     outcome = outcome_for(fb, next_round=next_round, session_ended=ended)
     panel = {
         "fb": fb,
@@ -249,6 +260,8 @@ CONTINUE_LABELS = {
 def _continue_label(fb: "game.Feedback", next_step: Step, *, session_ended: bool) -> str:
     if session_ended:
         return "Finish"
+    if fb.transition == "probation_failed":
+        return "Start the next round"
     return CONTINUE_LABELS.get(next_step, "Continue") if fb.transition else "Next pair"
 
 

@@ -4,7 +4,6 @@ twice); the researcher's word on a batch whose answer was lost; approving comple
 shown first too. Every action is a POST (CSRF-checked) answered by a redirect, so a reload or Back
 never sends one again; what Prolific answered is said in a message."""
 
-from django import forms
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -14,21 +13,12 @@ from django.views.decorators.http import require_http_methods, require_POST
 from annotators.models import BonusBatch, BonusState
 from annotators.roles import researcher_required
 from annotators.study import ledger
-from annotators.study.report import PERIOD_DAYS, PayPeriodError
+from annotators.study.forms import UpToForm
+from annotators.study.report import PayPeriodError
 
 
-class UpToForm(forms.Form):
-    up_to = forms.DateField(label="Pay what was earned up to (last day, UTC)", widget=forms.DateInput({"type": "date"}))
-
-    def clean_up_to(self):
-        day = self.cleaned_data["up_to"]
-        if not PERIOD_DAYS[0] <= day <= PERIOD_DAYS[1]:
-            raise forms.ValidationError(f"Name a day from {PERIOD_DAYS[0]} to {PERIOD_DAYS[1]}.")
-        return day
-
-
-@researcher_required
 @require_POST
+@researcher_required
 def bonus_draft(request: HttpRequest) -> HttpResponse:
     form = UpToForm(request.POST)
     if not form.is_valid():
@@ -45,8 +35,8 @@ def bonus_draft(request: HttpRequest) -> HttpResponse:
     return redirect("annotators:bonus_batch", batch_id=batch.pk)
 
 
-@researcher_required
 @require_http_methods(["GET", "POST"])
+@researcher_required
 def bonus_batch(request: HttpRequest, batch_id: int) -> HttpResponse:
     """A batch whole (its lines and total), and what may be done with it now."""
     batch = get_object_or_404(BonusBatch, pk=batch_id)
@@ -79,8 +69,8 @@ def _act(request: HttpRequest, batch: BonusBatch, action: str) -> None:
         messages.error(request, str(error))
 
 
-@researcher_required
 @require_POST
+@researcher_required
 def approve(request: HttpRequest) -> HttpResponse:
     """Approve the submissions of participants whose session here completed: first shown
     (``confirm`` absent), then done."""

@@ -16,7 +16,7 @@ or a serve once it is ``closed``, and asks ``ends_with`` whether a rating ends i
 served after it), without a query of its own.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -79,19 +79,74 @@ class Session:
         participants rate on)."""
         return self.ended and not may_rate_on(self.participation, self.rules)
 
-    def ends_with(self, *, stage: str, served_at: datetime, now: datetime, failed_round: bool = False) -> bool:
-        """Whether one more rating (of an assignment of ``stage`` served at ``served_at``, stored at
-        ``now``; ``failed_round``: it fails a probation round) ends the session now."""
-        if self.ended:
-            return False  # rating on after completing: it ended before
-        outcome = outcome_due(
+    def after(self, *, stage: str, served_at: datetime, now: datetime, failed_round: bool = False) -> "Session":
+        """The session's figures after one more rating (of an assignment of ``stage`` served at
+        ``served_at``, stored at ``now``; ``failed_round``: it fails a probation round)."""
+        return replace(
+            self,
             counted=self.counted + (stage in GAME_STAGES),
             active_seconds=self.active_seconds + capped_seconds(served_at, now, self.rules.active_seconds_cap),
             failed_rounds=self.failed_rounds + failed_round,
+        )
+
+    def ends_with(self, *, stage: str, served_at: datetime, now: datetime, failed_round: bool = False) -> bool:
+        """Whether one more rating (as ``after`` takes it) ends the session now."""
+        if self.ended:
+            return False  # rating on after completing: it ended before
+        after = self.after(stage=stage, served_at=served_at, now=now, failed_round=failed_round)
+        outcome = outcome_due(
+            counted=after.counted,
+            active_seconds=after.active_seconds,
+            failed_rounds=after.failed_rounds,
             rules=self.rules,
             entered_game=self.participation.profile.game_entered_at is not None,
         )
         return outcome is not None
+
+    @property
+    def progress(self) -> "SessionProgress":
+        limit = self.rules.screen_out_rounds
+        return SessionProgress(
+            rated=self.counted,
+            quota_ratings=self.rules.quota_ratings,
+            minutes=int(self.active_seconds // 60),
+            quota_minutes=self.rules.quota_minutes,
+            rounds_left=max(0, limit - self.failed_rounds) if limit else None,
+        )
+
+
+@dataclass(frozen=True)
+class SessionProgress:
+    """How far a participant's session is, in their own terms, for the rating screens."""
+
+    rated: int  # counted game ratings so far
+    quota_ratings: int  # 0: no limit
+    minutes: int  # whole active minutes so far
+    quota_minutes: int  # 0: no limit
+    rounds_left: int | None = None  # probation rounds that may still be failed before the end; None: no limit
+
+    @property
+    def last_round(self) -> bool:
+        """The probation round on now is the last: failing it ends the session."""
+        return self.rounds_left == 1
+
+    def words(self, stage: str) -> str:
+        """ "Session: rating 12 of 100" on a game pair (the pair on screen is the next one);
+        elsewhere what is done, since practice pairs do not count."""
+        parts = []
+        if self.quota_ratings:
+            if stage not in GAME_STAGES:
+                parts.append(f"{self.rated} of {self.quota_ratings} game ratings done (practice pairs do not count)")
+            elif self.rated >= self.quota_ratings:
+                parts.append(f"all {self.quota_ratings} ratings done, rating on")
+            else:
+                parts.append(f"rating {self.rated + 1} of {self.quota_ratings}")
+        if self.quota_minutes:
+            parts.append(f"{min(self.minutes, self.quota_minutes)} of {self.quota_minutes} minutes")
+        words = f"Session: {' · '.join(parts)}." if parts else ""
+        if stage == "probation" and self.last_round:
+            words += " This is your last probation round: if you do not pass it, your session ends here."
+        return words.strip()
 
 
 def session_of(*, user: AbstractBaseUser, now: datetime) -> Session | None:

@@ -3,7 +3,7 @@ from datetime import date
 from django import forms
 from django.utils import timezone
 
-from annotators.study.report import PayPeriodError, pay_period
+from annotators.study.report import PERIOD_DAYS, PayPeriodError, pay_period
 
 
 class PayPeriodForm(forms.Form):
@@ -25,3 +25,15 @@ class PayPeriodForm(forms.Form):
             except PayPeriodError as error:
                 raise forms.ValidationError(str(error), code="inverted") from None
         return data
+
+
+class UpToForm(forms.Form):
+    """The last day whose earnings a bonus batch pays (``annotators.study.ledger``)."""
+
+    up_to = forms.DateField(label="Pay what was earned up to (last day, UTC)", widget=forms.DateInput({"type": "date"}))
+
+    def clean_up_to(self) -> date:
+        day = self.cleaned_data["up_to"]
+        if not PERIOD_DAYS[0] <= day <= PERIOD_DAYS[1]:
+            raise forms.ValidationError(f"Name a day from {PERIOD_DAYS[0]} to {PERIOD_DAYS[1]}.")
+        return day

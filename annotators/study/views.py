@@ -11,10 +11,9 @@ from django.views.decorators.http import require_GET, require_http_methods
 from annotators.models import BonusBatch, Participation
 from annotators.roles import researcher_required, staff_required
 from annotators.study import services
-from annotators.study.bonus_views import UpToForm
 from annotators.study.completion import completion_code, may_rate_on, session_end_check
 from annotators.study.entry import EntryRefused, entry_link, return_url
-from annotators.study.forms import PayPeriodForm
+from annotators.study.forms import PayPeriodForm, UpToForm
 from annotators.study.pay_files import FILES
 from annotators.study.report import pay_report
 from annotators.study.settings import study

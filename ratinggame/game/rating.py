@@ -268,8 +268,11 @@ def rating_submit(
         raise
     # A participant's rating that served nothing with it: whether it ended their session (recorded
     # now). One that did serves nothing after it either.
-    if _may_have_ended(session, feedback) and session_end_check(user=rater, now=now) is not None:
-        return replace(feedback, session_ended=True)
+    if _may_have_ended(session, feedback):
+        later = session_of(user=rater, now=now)
+        if later.ended:
+            return replace(feedback, session_ended=True)
+        feedback = replace(feedback, session_progress=later.progress)
     if serve_next and feedback.next is None:
         # Not served with the rating: a repeated submission, a change of stage, or no free
         # game pair without waiting for a lock. Served now, in a transaction of its own.
@@ -316,13 +319,17 @@ def _submit(
     value = clean_value(raw_value)
     assignment_id = clean_assignment_id(assignment_id)
     if step == Step.GAME:
+        after: list[Session] = []  # the session after this rating, for the next pair's screen
 
         def ends_session(stage: str, served_at: datetime) -> bool:
-            return session is not None and session.ends_with(stage=stage, served_at=served_at, now=now)
+            if session is None:
+                return False
+            after.append(session.after(stage=stage, served_at=served_at, now=now))
+            return session.ends_with(stage=stage, served_at=served_at, now=now)
 
         feedback = gameplay.submit(profile, assignment_id, value, now, serve_next=serve_next, ends_session=ends_session)
         if feedback is not None:
-            return feedback
+            return replace(feedback, session_progress=after[-1].progress) if after else feedback
     assignment = _assignment_of(rater, assignment_id)
     existing = getattr(assignment, "rating", None)
     if existing is not None:

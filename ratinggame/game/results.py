@@ -56,6 +56,9 @@ class Feedback:
     # This rating ended the rater's study session (SPEC 7): nothing was served after it, and the
     # completion page comes next.
     session_ended: bool = False
+    # A study participant's session after this rating (``annotators.study.completion.SessionProgress``),
+    # for the next pair's screen; None for other raters.
+    session_progress: object = None
 
 
 # Refusals that leave the pair open: the rating screen shows it again with the reason and the choice.

@@ -26,6 +26,7 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from annotators.models import (
+    BonusBatch,
     CompetencyAnalysis,
     Dispute,
     ProbationRound,
@@ -91,6 +92,10 @@ GET_TABLE = {
     "research/": RESEARCH_PAGE,
     # The pay report (this month by default).
     "research/pay/": RESEARCH_PAGE,
+    # Prolific's part of it: a batch's page; drafting and approving are POSTs only.
+    "research/pay/bonus/": (405, 405, 405, 405),
+    "research/pay/bonus/<int:batch_id>/": RESEARCH_PAGE,
+    "research/pay/approve/": (405, 405, 405, 405),
     # --- The study: an entry link without an id shows the study to anyone; the completion page
     # sends anyone whose session has not ended (here: nobody came through a link) to the journey.
     "study/enter/": PUBLIC,
@@ -227,6 +232,10 @@ WRITE_TABLE = {
     ("POST", "play/feedback/<int:assignment_id>/dispute/"): (LOGIN, REDIRECT, REDIRECT, REDIRECT),
     ("POST", "play/report/"): (LOGIN, REDIRECT, REDIRECT, REDIRECT),
     ("POST", "research/exports/"): (LOGIN, 403, 400, 400),
+    # Without a day, an action, or Prolific's settings: back to the page with the message, nothing sent.
+    ("POST", "research/pay/bonus/"): (LOGIN, 403, REDIRECT, REDIRECT),
+    ("POST", "research/pay/bonus/<int:batch_id>/"): (LOGIN, 403, REDIRECT, REDIRECT),
+    ("POST", "research/pay/approve/"): (LOGIN, 403, REDIRECT, REDIRECT),
     # Without a manifest: back to the import page with the message (post/redirect/get).
     ("POST", "research/import/"): (LOGIN, 403, REDIRECT, REDIRECT),
     ("POST", "staff/raters/<int:profile_id>/suspend/"): (LOGIN, 403, 403, 400),
@@ -337,6 +346,9 @@ def world(settings):
     ExportJob.objects.filter(pk=job.pk).update(archive=f"exports/{job.pk}.zip")
     Token.objects.create(user=other)
     import_job = ImportJob.objects.create(created_by=people["researcher"], status=ImportJob.Status.DONE)
+    batch = BonusBatch.objects.create(
+        study_id="study-1", up_to=timezone.now().date(), currency="GBP", total=0, created_at=timezone.now()
+    )
     return {
         "people": people,
         "values": {
@@ -344,6 +356,7 @@ def world(settings):
             "assignment_id": served.assignment_id,
             "job_id": job.pk,
             "import_id": import_job.pk,
+            "batch_id": batch.pk,
             "profile_id": profile.pk,
             "dispute_id": dispute.pk,
             "pair_id": pairs[0].pk,

@@ -148,7 +148,7 @@ def test_the_rating_that_ends_a_session_serves_nothing_after_it(client, quota, t
         # Its feedback, as a page: its "Finish" leads to the completion page.
         assert answer == {"page": reverse("feedback", args=[served.assignment_id])}
         page = client.get(answer["page"]).content.decode()
-        assert ">Finish</a>" in page
+        assert ">Finish</a>" in page and "Your session is complete" in page
     assert Rating.objects.filter(rater=profile.user).count() == 3
     assert not Assignment.objects.open().filter(rater=profile.user).exists()
     assert set(CaptionPair.objects.values_list("in_flight", flat=True)) == {0}
