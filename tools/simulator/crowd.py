@@ -14,11 +14,16 @@ other pair, a hash of the pair id and the seed (:func:`true_quality`).
 Beside the honest raters, a run may add raters who turn bad once they qualified (SPEC 2.5's
 drift): ``straight_liners`` always answer 3 and ``random_clickers`` answer uniformly at random
 from the moment their qualification window passed; before it they rate like the best honest
-rater. They are not in the competency correlations.
+rater; ``careless`` raters answer at random from their first pair. They are not in the
+competency correlations.
 
 Raters sign up (``POST /api/auth/signup``, which answers a token), consent, and play the
 tutorial, probation where they fail, and the game, through ``/api/game/*``, exactly as a
-script would. The server's delay is honoured: a rating is sent no earlier than
+script would. The first ``prolific`` raters come through a Prolific study link instead
+(``/study/enter/?PROLIFIC_PID=...``, each with its own browser session and CSRF token, as a
+participant's browser has): their session ends where the study says (the quota, or the
+screen-out), which the server answers with ``session_ended``, and they read their code from
+``/api/study/session``. The server's delay is honoured: a rating is sent no earlier than
 ``min_submit_at - served_at`` after the served answer arrived, which is at or after
 ``min_submit_at`` on the server's clock whatever the client's clock says. A rater stops
 after its share of scored game ratings (pairs x RATINGS_PER_PAIR / raters), when the game
@@ -124,7 +129,7 @@ def game_share(pairs: int, raters: int) -> int:
 def rating_of(outcome: "RaterOutcome", truth: int, rng: np.random.Generator) -> int:
     """The rating this rater gives a pair of true quality ``truth`` now."""
     rater = outcome.rater
-    if rater.kind != HONEST and outcome.qualified:
+    if rater.kind == CARELESS or (rater.kind != HONEST and outcome.qualified):
         return 3 if rater.kind == STRAIGHT else int(rng.integers(1, 6))
     return simulated_rating(truth, rater.competency, rng)
 
@@ -149,12 +154,15 @@ class CrowdConfig:
     competency_range: tuple[float, float] = (0.0, 1.0)  # where the honest raters' competencies lie
     straight_liners: int = 0  # raters who answer 3 once qualified
     random_clickers: int = 0  # raters who answer at random once qualified
+    careless: int = 0  # raters who answer at random from their first pair (a tutorial they do not try)
+    prolific: int = 0  # the first raters enter through a Prolific study link instead of signing up
+    study_id: str = "sim-study"  # the STUDY_ID of their links
 
     def game_share(self) -> int:
         return self.share if self.share is not None else game_share(self.pairs, self.raters)
 
 
-HONEST, STRAIGHT, RANDOM = "honest", "straight_liner", "random_clicker"
+HONEST, STRAIGHT, RANDOM, CARELESS = "honest", "straight_liner", "random_clicker", "careless"
 
 
 @dataclass(frozen=True)
@@ -187,6 +195,9 @@ class RaterOutcome:
     rater: SimRater
     username: str = ""
     user_id: int | None = None
+    participant_id: str = ""  # a Prolific participant's id ("" for a rater who signed up)
+    session_outcome: str = ""  # completed or screened_out, as the server said at the end
+    session_code: str = ""
     game_ratings: int = 0  # every acknowledged game rating, excluded ones too
     scored_ratings: int = 0  # the game ratings behind the current game score (the share)
     game_score: int = 0
@@ -287,9 +298,16 @@ class Session:
         self.retry_seconds = retry_seconds
         self.token = token
 
+    def _headers(self) -> dict:
+        """The token's header; for a browser session (no token), its CSRF token, as a page's script sends it."""
+        if self.token:
+            return {"Authorization": f"Token {self.token}"}
+        csrf = self.http.cookies.get("csrftoken")
+        return {"X-CSRFToken": csrf} if csrf else {}
+
     async def request(self, kind: str, method: str, path: str, **kwargs) -> httpx.Response:
         """The first answer that is not a transient failure; raises GaveUp after retry_seconds."""
-        headers = {"Authorization": f"Token {self.token}"} if self.token else {}
+        headers = {**self._headers(), **kwargs.pop("headers", {})}
         deadline = time.perf_counter() + self.retry_seconds
         backoff = BACKOFF_FIRST
         while True:
@@ -364,6 +382,30 @@ class Crowd:
         if outcome.user_id is None:
             outcome.user_id = -1  # logged in after a lost sign-up answer: the id is not told
 
+    async def enter(self, session: Session, outcome: RaterOutcome) -> None:
+        """Follow a Prolific study link (a browser session of its own), open the consent page (its
+        CSRF cookie), and consent."""
+        digest = hashlib.sha256(f"{self.tag}:{outcome.rater.index}".encode()).hexdigest()
+        outcome.participant_id = digest[:24]
+        link = {"PROLIFIC_PID": outcome.participant_id, "STUDY_ID": self.config.study_id, "SESSION_ID": digest[24:48]}
+        entered = await session.request("enter", "GET", "/study/enter/", params=link, follow_redirects=True)
+        if entered.status_code != 200 or "csrftoken" not in session.http.cookies:
+            self.recorder.error("enter", f"http_{entered.status_code}")
+            raise Refused("enter", f"http_{entered.status_code}")
+        outcome.username = f"prolific:{outcome.participant_id}"
+        outcome.user_id = -1  # the API does not tell a participant's user id
+        consent = await session.request("consent", "POST", "/api/game/consent", json={"agree": True})
+        if consent.status_code != 200:
+            self.recorder.error("consent", error_code(consent))
+            raise Refused("consent", error_code(consent))
+
+    async def session_read(self, session: Session, outcome: RaterOutcome) -> None:
+        """A participant's end: the outcome and the code, as ``GET /api/study/session`` says."""
+        answer = await session.request("session", "GET", "/api/study/session")
+        if answer.status_code == 200:
+            body = answer.json()
+            outcome.session_outcome, outcome.session_code = body.get("outcome", ""), body.get("code", "")
+
     async def play(self, session: Session, outcome: RaterOutcome) -> None:
         """Rate until the share is done, the game runs dry, or probation is failed too often."""
         config = self.config
@@ -379,7 +421,8 @@ class Crowd:
             response = await session.request("serve", "POST", "/api/game/next")
             if response.status_code != 200:
                 code = error_code(response)
-                self.recorder.error("serve", code)
+                if code != "session_ended":  # a participant's session ends so: not an error
+                    self.recorder.error("serve", code)
                 outcome.ended = code
                 return
             served = response.json()
@@ -430,9 +473,12 @@ class Crowd:
                 outcome.windows_failed += feedback["transition"] == "window_failed"
                 outcome.drifts += feedback["transition"] == "drift"
                 outcome.scored_ratings = 0  # ratings excluded, their points gone
+            if feedback.get("session_ended"):
+                outcome.ended = "session_ended"
+                return
             if feedback["transition"] == "probation_failed":
                 outcome.probation_failed += 1
-                if outcome.probation_failed >= config.max_probation_rounds:
+                if outcome.probation_failed >= config.max_probation_rounds and not outcome.participant_id:
                     outcome.ended = "probation"
                     return
         outcome.ended = "share"
@@ -456,6 +502,8 @@ class Crowd:
             return
         try:
             await self.play(session, outcome)
+            if outcome.participant_id:
+                await self.session_read(session, outcome)
         except GaveUp as error:
             outcome.ended = f"gave_up:{error.kind}:{error.reason}"
 
@@ -481,18 +529,22 @@ class Crowd:
         config = self.config
         limiter = asyncio.Semaphore(config.concurrency or config.raters)
         honest = competencies(config.raters, config.seed, *config.competency_range)
-        bad = [STRAIGHT] * config.straight_liners + [RANDOM] * config.random_clickers
+        bad = [STRAIGHT] * config.straight_liners + [RANDOM] * config.random_clickers + [CARELESS] * config.careless
         outcomes = [RaterOutcome(SimRater(index, competency)) for index, competency in enumerate(honest)]
         outcomes += [
             RaterOutcome(SimRater(len(honest) + index, max(honest, default=1.0), kind))
             for index, kind in enumerate(bad)
         ]
         async with self._client() as http:
-            sessions = [Session(http, limiter, self.recorder, retry_seconds=config.retry_seconds) for _ in outcomes]
+            # A participant's browser: a client (a cookie jar) of its own.
+            browsers = [self._client() for _ in range(min(config.prolific, len(outcomes)))]
+            clients = browsers + [http] * (len(outcomes) - len(browsers))
+            sessions = [Session(c, limiter, self.recorder, retry_seconds=config.retry_seconds) for c in clients]
+            joins = [self.enter if index < len(browsers) else self.signup for index in range(len(outcomes))]
             # All sign up first (password hashing is slow by design), then all play, so that
             # the throughput figure is about rating.
             results = await asyncio.gather(
-                *(self.signup(s, o) for s, o in zip(sessions, outcomes, strict=True)), return_exceptions=True
+                *(join(s, o) for join, s, o in zip(joins, sessions, outcomes, strict=True)), return_exceptions=True
             )
             for outcome, result in zip(outcomes, results, strict=True):
                 if isinstance(result, GaveUp | Refused):
@@ -502,6 +554,8 @@ class Crowd:
             timings["signup_done"] = self.recorder.now()
             await asyncio.gather(*(self.rater_run(s, o) for s, o in zip(sessions, outcomes, strict=True)))
             timings["play_done"] = self.recorder.now()
+            for browser in browsers:
+                await browser.aclose()
         return outcomes
 
 
