@@ -182,6 +182,30 @@ def control_due(seed: int, serve: int) -> bool:
     return place == seeded_draw(seed, block, bound=every)
 
 
+def control_owed_serve(seed: int, serves: int) -> int:
+    """Where the control that replaces a skipped or reported one comes (SPEC 2.5): a game serve
+    number drawn among the next ``control_every()`` after the rater's ``serves`` so far, as the
+    block's own control is drawn, so that nothing after a skip says what was skipped."""
+    return serves + seeded_draw(seed, serves, -1, bound=max(1, control_every()))
+
+
+def control_due_now(seed: int, serve: int, owed_at: int | None) -> bool:
+    """Whether game serve ``serve`` is a control: the block's own (``control_due``), or one owed
+    since a control was skipped or reported (``control_owed_serve``)."""
+    return control_due(seed, serve) or (owed_at is not None and serve >= owed_at and control_every() > 0)
+
+
+def control_owed_after(seed: int, serve: int, owed_at: int | None) -> int | None:
+    """The control still owed once game serve ``serve`` was a control: none, unless the serve was
+    also the block's own check, when the owed one is drawn again among the next serves (one serve
+    takes one check, so that a skip never takes one away)."""
+    if owed_at is None:
+        return None
+    if serve < owed_at:
+        return owed_at  # the block's own check, before the owed one's serve
+    return control_owed_serve(seed, serve + 1) if control_due(seed, serve) else None
+
+
 def drift_window() -> int:
     """How many of the rater's latest control ratings the drift rule averages."""
     return max(1, int(settings.RATINGGAME["DRIFT_WINDOW"]))

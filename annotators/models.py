@@ -63,6 +63,9 @@ class RaterProfile(models.Model):
     # Game serves so far (game and control pairs, skipped ones too): which serve of a block of
     # ten holds the control pair, and how many skips the rater has earned (annotators.journey).
     game_serves = models.PositiveIntegerField(default=0)
+    # A control pair skipped or reported (SPEC 2.5) does not take the block's check away: another
+    # control comes at this game serve number (or the first serve after it), drawn among the next ones.
+    control_owed_at = models.PositiveIntegerField(null=True, blank=True, editable=False)
     order_seed = models.BigIntegerField(default=random_seed, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     # When the rater deleted their data ("Delete my data"): the account is anonymised and closed.

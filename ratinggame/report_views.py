@@ -18,7 +18,7 @@ from annotators.roles import staff_required
 from ratinggame import drafts
 from ratinggame.forms import PairReportForm, ReportResolveForm
 from ratinggame.game.reports import REPORT_MAX_CHARS, ReportRefused, pair_report, reports_resolve
-from ratinggame.models import CaptionPair, PairReport, ReportReason
+from ratinggame.models import GAME_STAGES, CaptionPair, PairReport, ReportReason
 
 
 @login_required
@@ -46,7 +46,7 @@ def report(request: HttpRequest) -> HttpResponse:
             f"Thank you: the pair is reported and skipped (no rating, no points). "
             f"You can skip {reported.skips_left} more this hour.",
         )
-    elif reported.report.stage == "game":
+    elif reported.report.stage in GAME_STAGES:  # a control is a game pair to the rater
         messages.warning(
             request,
             "Thank you: the pair is reported. You have skipped the most pairs allowed in an hour, so please rate "

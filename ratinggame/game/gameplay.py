@@ -92,7 +92,7 @@ def serve(profile: ProfileRow, now: datetime, *, wait: bool) -> Served | None:
     new = serve_new(batch, profile, now, avoid_image=avoid_image, wait=wait)
     if new is None:
         return None
-    batch.add(sql.PROFILE_SERVED, profile.game_serves, profile.id)
+    batch.add(sql.PROFILE_SERVED, profile.game_serves, profile.control_owed_at, profile.id)
     return new.served(batch.run())
 
 
@@ -105,7 +105,7 @@ def serve_new(
     serve_number = profile.game_serves
     expires_at = now + timedelta(seconds=settings.RATINGGAME["ASSIGNMENT_EXPIRY_SECONDS"])
     found, stage = None, GAME
-    if journey.control_due(profile.order_seed, serve_number):
+    if journey.control_due_now(profile.order_seed, serve_number, profile.control_owed_at):
         found, stage = control_pick(rater_id=profile.user_id, seed=profile.order_seed, avoid_image=avoid_image), CONTROL
     if found is None:
         start = order_start(profile.order_seed, serve_number)
@@ -115,6 +115,8 @@ def serve_new(
         batch.add(sql.PAIR_SLOT_TAKEN, found[0].in_flight, found[0].assign_rank, found[0].id)
     pair, image = found
     holds_slot = stage == GAME
+    if stage == CONTROL:
+        profile.control_owed_at = journey.control_owed_after(profile.order_seed, serve_number, profile.control_owed_at)
     insert = batch.add(sql.ASSIGNMENT_INSERT, profile.user_id, pair.id, stage, now, expires_at, None, holds_slot)
     profile.game_serves = serve_number + 1
     return NewServe(stage, pair, image, now, expires_at, insert)
@@ -212,7 +214,7 @@ def _rate(
         # SPEC 2.5: scored as a game pair whose two earlier ratings were the expert's.
         reference = pair.expert_rating
         points = player_score(value, [reference, reference])
-        first_rater, consensus_of = False, None
+        first_rater, consensus_of = False, control_consensus_of(profile, assignment.id)
     else:
         before = in_force(pair)
         consensus_of = [pair.human_count, before.count - pair.human_count]  # other players, model primes
@@ -283,6 +285,7 @@ def _rate(
         profile.window_count,
         profile.window_points,
         profile.game_serves,
+        profile.control_owed_at,
         profile.id,
     )
     results = batch.run()
@@ -327,6 +330,23 @@ def _decided(
     latest = ControlResult(submitted_at=now, agreement=journey.control_agreement(value, reference))
     since = profile.game_entered_at or profile.created_at
     return journey.drift_transition(control_results(rater_id=profile.user_id, since=since, include=latest), window)
+
+
+def control_consensus_of(profile: ProfileRow, assignment_id: int) -> list[int] | None:
+    """Whose ratings a control's feedback names as its consensus (SPEC 2.5: nothing tells a control
+    from a game pair, its feedback's words neither): those a game pair's feedback of this rater's
+    named, one of their latest drawn from their seed; a primed pair's first rating's ([0 players,
+    2 primes]) before they have any."""
+    recent = (
+        Rating.objects.filter(rater_id=profile.user_id, stage=GAME).order_by("-id").values_list("feedback", flat=True)
+    )
+    named = [shown.get("consensus_of") for shown in recent[:CONSENSUS_DRAWN_FROM] if shown.get("consensus_of")]
+    if not named:
+        return [0, 2]
+    return named[journey.seeded_draw(profile.order_seed, assignment_id, bound=len(named))]
+
+
+CONSENSUS_DRAWN_FROM = 10  # a control's consensus words are one of the rater's latest game pairs'
 
 
 def _window_ratings(profile: ProfileRow, count: int) -> list[tuple[int, int, str]]:

@@ -5,8 +5,9 @@ caption, anything else) reports it from the rating screen. In the game the repor
 the pair: the rater's assignment closes without a rating (a skip is never a rating: it scores
 nothing and counts toward no consensus) and its slot goes back to the pair. Skips are limited to
 ``RATINGGAME["SKIPS_PER_HOUR"]`` an hour, so that skipping cannot be used to pick easy pairs;
-past the limit the report is still filed, and the rater rates the pair. Tutorial and probation
-pairs are fixed sets scored against experts: they are reported but never skipped.
+past the limit the report is still filed, and the rater rates the pair. A control pair is
+reported and skipped as a game pair is, and another control comes later in its place (SPEC 2.5).
+Tutorial and probation pairs are fixed sets scored against experts: reported but never skipped.
 
 Once ``RATINGGAME["REPORTS_TO_WITHDRAW"]`` raters have reported a game pair and no staff member
 has answered, the pair is withdrawn: it leaves the serving order (``assign_rank``, see
@@ -24,7 +25,8 @@ from django.utils import timezone
 
 from annotators.models import RaterProfile
 from ratinggame.game.assignment import pair_rank_refresh
-from ratinggame.models import Assignment, CaptionPair, PairReport, Pool, ReportOutcome, ReportReason
+from ratinggame.game.skips import control_owe
+from ratinggame.models import GAME_STAGES, Assignment, CaptionPair, PairReport, Pool, ReportOutcome, ReportReason
 
 REPORT_MAX_CHARS = 1000
 
@@ -59,12 +61,14 @@ def pair_report(
         raise ReportRefused(f"Keep it under {REPORT_MAX_CHARS} characters.")
     with transaction.atomic():
         # One request of a rater at a time.
-        RaterProfile.objects.select_for_update(no_key=True).filter(user=rater).first()
+        profile = RaterProfile.objects.select_for_update(no_key=True).filter(user=rater).first()
         assignment = Assignment.objects.open(now).filter(pk=assignment_id, rater=rater).select_related("pair").first()
         if assignment is None:
             raise ReportRefused("This pair is no longer open: the report was not filed.")
         skips_left = skips_left_for(rater, now)
-        skip = assignment.stage == Pool.GAME and skips_left > 0
+        # A control is skipped as a game pair is (SPEC 2.5: nothing tells them apart), and another
+        # control is owed in its place.
+        skip = assignment.stage in GAME_STAGES and skips_left > 0
         try:
             with transaction.atomic():
                 report = PairReport.objects.create(
@@ -79,7 +83,10 @@ def pair_report(
         except IntegrityError:
             raise ReportRefused("You have reported this pair already: staff will look at it.") from None
         pair = CaptionPair.objects.select_for_update(no_key=True).get(pk=assignment.pair_id)
-        if skip and Assignment.objects.filter(pk=assignment.pk, holds_slot=True).update(
+        if skip and assignment.stage == Pool.CONTROL:
+            Assignment.objects.filter(pk=assignment.pk).update(expires_at=now)
+            control_owe(profile.pk, profile.order_seed, profile.game_serves)
+        elif skip and Assignment.objects.filter(pk=assignment.pk, holds_slot=True).update(
             holds_slot=False, expires_at=now
         ):
             pair.in_flight = max(pair.in_flight - 1, 0)

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from annotators import journey
 from annotators.journey import Step
+from annotators.models import RaterProfile
 from ratinggame.game.assignment import pair_rank_refresh
 from ratinggame.game.rating import RatingRejected, check_may_rate, outcome_keep, profile_locked, session_open
 from ratinggame.models import GAME_STAGES, Assignment, CaptionPair, Pool
@@ -76,7 +77,15 @@ def _skip(rater, assignment_id: int, now: datetime) -> Skipped:
                 pair_rank_refresh(pair)
                 pair.save(update_fields=["in_flight", "assign_rank"])
         closing.update(skipped_at=now, expires_at=now, holds_slot=False)
+        if assignment.stage == Pool.CONTROL:
+            control_owe(profile.id, profile.order_seed, profile.game_serves)
     return Skipped(assignment_id=assignment.pk, skips_left=allowed - used - 1)
+
+
+def control_owe(profile_id: int, seed: int, serves: int) -> None:
+    """A control skipped or reported does not take the block's check away (SPEC 2.5): another
+    one is owed, at a serve drawn among the next ones (``journey.control_owed_serve``)."""
+    RaterProfile.objects.filter(pk=profile_id).update(control_owed_at=journey.control_owed_serve(seed, serves))
 
 
 def _limit_message(serves: int) -> str:

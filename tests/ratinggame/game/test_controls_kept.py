@@ -1,0 +1,110 @@
+"""A control pair cannot be skipped or reported away, and says after rating what a game pair says
+(issue 35, item 2; SPEC 2.5): a skipped or reported control is answered as a game pair is, and
+another control comes within the next block's length of serves; a control's feedback names its
+consensus in the words the rater's game pairs' feedback used."""
+
+import pytest
+
+from annotators.journey import control_owed_after, control_owed_serve
+from annotators.models import RaterProfile, RaterState
+from ratinggame import game
+from ratinggame.feedback_text import consensus_source
+from ratinggame.game.reports import pair_report
+from ratinggame.models import Assignment, Pool, ReportReason
+from tests.factories import ControlPairFactory
+from tests.ratinggame.journey_helpers import T0, Clock, game_pairs, rater
+
+pytestmark = pytest.mark.django_db
+
+EVERY = 10
+
+
+@pytest.fixture(autouse=True)
+def _settings(settings):
+    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 0.0, "CONTROL_EVERY": EVERY}
+
+
+def _stage(served) -> str:
+    return str(Assignment.objects.get(pk=served.assignment_id).stage)
+
+
+def _serve_until_control(user, clock: Clock, limit: int = 3 * EVERY):
+    """Rate game pairs until a control is served (returned unrated), at most ``limit`` serves."""
+    for _ in range(limit):
+        served = game.pair_serve(rater=user, now=clock.now)
+        if _stage(served) == Pool.CONTROL:
+            return served
+        game.rating_submit(rater=user, assignment_id=served.assignment_id, value=3, now=clock.tick(1))
+    raise AssertionError("no control served")
+
+
+def _serves_to_next_control(user, clock: Clock) -> int:
+    for count in range(1, 3 * EVERY):
+        served = game.pair_serve(rater=user, now=clock.tick(1))
+        if _stage(served) == Pool.CONTROL:
+            return count
+        game.rating_submit(rater=user, assignment_id=served.assignment_id, value=3, now=clock.tick(1))
+    raise AssertionError("no control served")
+
+
+@pytest.mark.parametrize("how", ["skip", "report"])
+def test_a_control_skipped_or_reported_is_answered_as_a_game_pair_and_another_comes_soon(how):
+    """For eight raters (eight seeds): without the owed control, the next one comes in the next
+    block, more than a block's length later for about half of them."""
+    game_pairs(5 * EVERY * 8, primes=[3.0, 3.0])
+    for expert in (1, 2, 3, 4, 5):
+        ControlPairFactory(expert_rating=expert)
+    for _ in range(8):
+        user, clock = rater(RaterState.GAME, game_serves=40, window_count=20, window_points=40), Clock(T0)
+        control = _serve_until_control(user, clock)
+        if how == "skip":
+            skipped = game.pair_skip(rater=user, assignment_id=control.assignment_id, now=clock.tick(1))
+            assert skipped.assignment_id == control.assignment_id
+        else:
+            reported = pair_report(
+                rater=user,
+                assignment_id=control.assignment_id,
+                reason=ReportReason.OTHER,
+                text="odd",
+                now=clock.tick(1),
+            )
+            assert reported.skipped  # "reported and skipped", as a game pair's report says
+        closed = Assignment.objects.get(pk=control.assignment_id)
+        assert (closed.expires_at <= clock.now and not hasattr(closed, "rating_id")) or closed.submitted_at is None
+        assert _serves_to_next_control(user, clock) <= EVERY
+
+
+def test_the_owed_control_is_drawn_among_the_next_serves_and_one_serve_takes_one_check():
+    seed = 12345
+    draws = {control_owed_serve(seed + k, 40) for k in range(200)}
+    assert draws == set(range(40, 40 + EVERY))  # every place of the next block's length, none before
+    assert control_owed_after(seed, 45, owed_at=47) == 47  # the block's own check came first: still owed
+    assert control_owed_after(seed, 47, owed_at=47) in (None, *range(48, 48 + EVERY))
+
+
+def test_a_controls_feedback_names_its_consensus_as_the_raters_game_pairs_did():
+    game_pairs(3 * EVERY, primes=[3.0, 3.0])
+    ControlPairFactory(expert_rating=4)
+    user, clock = rater(RaterState.GAME, window_count=20, window_points=40), Clock(T0)
+    seen_words = set()
+    for _ in range(3 * EVERY):
+        served = game.pair_serve(rater=user, now=clock.now)
+        feedback = game.rating_submit(rater=user, assignment_id=served.assignment_id, value=3, now=clock.tick(1))
+        words = consensus_source(feedback.consensus_of)
+        if _stage(served) == Pool.CONTROL:
+            assert words != "the consensus" and words in seen_words, (words, seen_words)
+            return
+        seen_words.add(words)
+    raise AssertionError("no control served")
+
+
+def test_before_any_game_rating_a_control_names_the_models_estimate_as_a_first_rating_would():
+    ControlPairFactory(expert_rating=4)
+    game_pairs(2, primes=[3.0, 3.0])
+    user = rater(RaterState.GAME, window_count=20, window_points=40)
+    RaterProfile.objects.filter(user=user).update(control_owed_at=0)  # the very first serve is a control
+    served = game.pair_serve(rater=user, now=T0)
+    assert _stage(served) == Pool.CONTROL
+    feedback = game.rating_submit(rater=user, assignment_id=served.assignment_id, value=4, now=T0)
+    assert consensus_source(feedback.consensus_of) == consensus_source([0, 2])
+    assert RaterProfile.objects.get(user=user).control_owed_at is None
