@@ -345,6 +345,9 @@ RATINGGAME_STUDY = {
     # Whether the bonus file and the bonus API carry the base pay too (off: Prolific pays the base
     # as the study's own reward, and only the points' bonus goes on top).
     "PAY_BASE_AS_BONUS": env_bool("RATINGGAME_STUDY_PAY_BASE_AS_BONUS", False),
+    # The study's reward per participant on the platform, in CURRENCY (0: none set): it counts in the
+    # pay judged at the median session against PLATFORM_MIN_HOURLY.
+    "PLATFORM_REWARD": env_decimal("RATINGGAME_STUDY_PLATFORM_REWARD", "0"),
     # Prolific's API (annotators.study.prolific): a researcher's API token (a secret: never shown
     # back, never logged) and the study on Prolific this site's participants come from.
     "PROLIFIC_API_TOKEN": env_str("RATINGGAME_PROLIFIC_API_TOKEN", ""),

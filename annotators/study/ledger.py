@@ -1,7 +1,8 @@
 """Approvals and bonuses through Prolific's API, with a ledger that never pays twice (SPEC 7).
 
 A bonus batch pays everyone what they earned up to a day (the pay report from the study's first day,
-``PayRow.platform_bonus``: what Prolific pays on top of its reward) less what earlier batches paid
+``PayRow.platform_due``: what Prolific pays on top of its reward, the points' bonus and any
+adjustment up to its minimum hourly pay at the median) less what earlier batches paid
 them, so running the same day twice, or overlapping days, pays only what is new. One batch of a
 study is on its way at a time (a database constraint): a draft (its lines fixed here), created on
 Prolific (not paid), its pay call sent, then paid. The pay call, which Prolific does not make
@@ -73,7 +74,7 @@ def owed(up_to: date) -> list[tuple[Participation, Decimal]]:
     found = []
     for row in rows:
         participation = participations[row.profile_id]
-        due = row.platform_bonus - paid.get(participation.pk, Decimal(0))
+        due = row.platform_due - paid.get(participation.pk, Decimal(0))
         if due > 0:
             found.append((participation, due))
     return found

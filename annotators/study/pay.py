@@ -1,14 +1,16 @@
 """Pay arithmetic (SPEC 7), no Django: ``base = hourly rate × active hours`` plus ``bonus =
 max(0, points) × rate per point``, each rounded half up to the cent and never negative; the amount
 paid is their sum, so the columns of a report add up. Sessions and the effective hourly pay at the
-median, which platforms check against their minimum. Exact (Decimal) from the rates to the cent.
+median, which platforms check against their minimum (Prolific judges a study's pay at its median
+completion time), with the adjustment that brings a short-paid study up to it. Exact (Decimal)
+from the rates to the cent.
 """
 
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, ROUND_UP, Decimal
 
 CENT = Decimal("0.01")
 # Two ratings further apart than this (the previous submit to the next serve) are in different
@@ -58,6 +60,10 @@ class MedianPay:
     median_pay_per_session: Decimal | None
     hourly_at_median: Decimal | None  # median pay per session / median session hours
     under_minimum: bool
+    # What each participant is paid on top when the pay at the median falls short: the minimum
+    # hourly pay over the median session's hours less the median pay, rounded up to the cent (so
+    # that the pay at the median then reaches the minimum, never a fraction under it); else 0.
+    adjustment: Decimal = Decimal(0)
 
 
 def median_pay(sessions: Sequence[float], pay_per_session: Sequence[Decimal], minimum_hourly: Decimal) -> MedianPay:
@@ -72,4 +78,8 @@ def median_pay(sessions: Sequence[float], pay_per_session: Sequence[Decimal], mi
     if median_seconds > 0:
         hourly = money(median_paid / (Decimal(repr(float(median_seconds))) / 3600))
     under = minimum_hourly > 0 and hourly is not None and hourly < minimum_hourly
-    return MedianPay(median_seconds, median_paid, hourly, under)
+    adjustment = Decimal(0)
+    if under:
+        owed = minimum_hourly * Decimal(repr(float(median_seconds))) / 3600 - median_paid
+        adjustment = max(Decimal(0), owed).quantize(CENT, rounding=ROUND_UP)
+    return MedianPay(median_seconds, median_paid, hourly, under, adjustment)

@@ -31,6 +31,7 @@ COLUMNS = (
     "amount",
     "currency",
     "probation_after_game",
+    "adjustment",
 )
 
 
@@ -42,6 +43,17 @@ def prolific_bonus_csv(report: PayReport) -> str:
     for row in report.rows:
         if row.platform == Platform.PROLIFIC and row.platform_bonus > 0:
             writer.writerow([spreadsheet_safe(row.participant_id), f"{row.platform_bonus:.2f}"])
+    return out.getvalue()
+
+
+def adjustment_csv(report: PayReport) -> str:
+    """Lines for Prolific's bulk bonus that pay the adjustment up to its minimum hourly pay at the
+    median (``MedianPay.adjustment``), one per Prolific participant; empty when none is due."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    for row in report.rows:
+        if row.platform == Platform.PROLIFIC and row.adjustment > 0:
+            writer.writerow([spreadsheet_safe(row.participant_id), f"{row.adjustment:.2f}"])
     return out.getvalue()
 
 
@@ -67,9 +79,14 @@ def full_csv(report: PayReport) -> str:
             f"{row.amount:.2f}",
             report.currency,
             int(row.probation_after_game),
+            f"{row.adjustment:.2f}",
         ]
         writer.writerow(cells)
     return out.getvalue()
 
 
-FILES = {"prolific": ("text/csv", prolific_bonus_csv), "csv": ("text/csv", full_csv)}
+FILES = {
+    "prolific": ("text/csv", prolific_bonus_csv),
+    "adjustment": ("text/csv", adjustment_csv),
+    "csv": ("text/csv", full_csv),
+}

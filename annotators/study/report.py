@@ -10,7 +10,7 @@ running total of their last game rating's feedback), so a reset after a failed w
 """
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 
@@ -67,6 +67,9 @@ class PayRow:
     probation_after_game: bool = False
     # The base goes in the platform's bonus too (``StudySettings.pay_base_as_bonus``).
     base_as_bonus: bool = False
+    # The adjustment to the platform's minimum hourly pay at the median (``MedianPay.adjustment``),
+    # paid to every participant who came through a platform link when the study falls short.
+    adjustment: Decimal = Decimal(0)
 
     @property
     def amount(self) -> Decimal:
@@ -77,6 +80,11 @@ class PayRow:
         """What the platform pays on top of its own reward (SPEC 7): the points' bonus; the base
         too only where the study says so."""
         return self.amount if self.base_as_bonus else self.bonus
+
+    @property
+    def platform_due(self) -> Decimal:
+        """All the platform pays on top of its reward: the bonus and the adjustment."""
+        return self.platform_bonus + self.adjustment
 
     @property
     def outcome_label(self) -> str:
@@ -183,7 +191,12 @@ def pay_report(*, start: datetime, end: datetime) -> PayReport:
             )
         )
         all_sessions.extend(sessions)
-        pay_per_session.extend([money(pay.amount / len(sessions))] * len(sessions))
+        # The platform's reward is pay too (judged at the median; 0 where it is not set).
+        paid = pay.amount + (rules.platform_reward if participation else Decimal(0))
+        pay_per_session.extend([money(paid / len(sessions))] * len(sessions))
+    median = median_pay(all_sessions, pay_per_session, rules.platform_min_hourly)
+    if median.adjustment:
+        rows = [replace(row, adjustment=median.adjustment) if row.platform else row for row in rows]
     return PayReport(
         start=start,
         end=end,
@@ -192,7 +205,7 @@ def pay_report(*, start: datetime, end: datetime) -> PayReport:
         per_point=rules.pay_per_point,
         minimum_hourly=rules.platform_min_hourly,
         rows=rows,
-        median=median_pay(all_sessions, pay_per_session, rules.platform_min_hourly),
+        median=median,
     )
 
 

@@ -34,6 +34,7 @@ class StudySettings:
     currency: str
     platform_min_hourly: Decimal
     pay_base_as_bonus: bool
+    platform_reward: Decimal
     platforms: tuple[str, ...]
     generic_id_param: str
     generic_return_url: str
@@ -96,6 +97,7 @@ LABELS = {
     "currency": "Currency",
     "platform_min_hourly": "Platform's minimum hourly pay at the median (0: no check)",
     "pay_base_as_bonus": "Bonus file and bonus API carry the base pay too (off: Prolific's reward pays it)",
+    "platform_reward": "The study's reward per participant on the platform (counted at the median)",
     "prolific_study_id": "Prolific: the study's id (approvals and bonuses)",
     "prolific_api_url": "Prolific: API address",
     "prolific_api_token": "Prolific: API token",
@@ -128,6 +130,7 @@ def study() -> StudySettings:
         currency=conf["CURRENCY"],
         platform_min_hourly=Decimal(conf["PLATFORM_MIN_HOURLY"]),
         pay_base_as_bonus=conf["PAY_BASE_AS_BONUS"],
+        platform_reward=Decimal(conf["PLATFORM_REWARD"]),
         platforms=tuple(conf["PLATFORMS"]),
         generic_id_param=conf["GENERIC_ID_PARAM"],
         generic_return_url=conf["GENERIC_RETURN_URL"],

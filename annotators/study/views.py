@@ -91,7 +91,7 @@ def pay_page(request: HttpRequest) -> HttpResponse:
     kind = request.GET.get("download", "")
     if not form.is_valid() or (kind and kind not in FILES):
         if kind and kind not in FILES:
-            form.add_error(None, f"Unknown download {kind!r}: prolific or csv.")
+            form.add_error(None, f"Unknown download {kind!r}: {', '.join(FILES)}.")
         return render(request, "annotators/study/pay.html", {"form": form, **_bonus_context(None)}, status=400)
     start, end = form.cleaned_data["period"]
     report = pay_report(start=start, end=end)

@@ -31,7 +31,9 @@ class PayQuerySerializer(serializers.Serializer):
     end = serializers.DateField(help_text="The period's last day (UTC), included.")
     # Not "format": DRF reads that one as the renderer to use.
     download = serializers.ChoiceField(
-        choices=list(FILES), required=False, help_text="prolific: the bulk-bonus lines; csv: every column."
+        choices=list(FILES),
+        required=False,
+        help_text="prolific: the bulk-bonus lines; adjustment: the adjustment's lines; csv: every column.",
     )
 
     def validate(self, data: dict) -> dict:
@@ -74,12 +76,19 @@ class PayReportSerializer(serializers.Serializer):
     median_pay_per_session = serializers.DecimalField(max_digits=12, decimal_places=2, allow_null=True)
     hourly_at_median = serializers.DecimalField(max_digits=12, decimal_places=2, allow_null=True)
     under_minimum = serializers.BooleanField()
+    adjustment = serializers.DecimalField(
+        max_digits=12,
+        decimal_places=2,
+        help_text="Paid to every platform participant on top when the pay at the median is under the minimum: "
+        "it brings it to the minimum (0 otherwise). download=adjustment answers its lines.",
+    )
     rows = PayRowSerializer(many=True)
 
 
 class PayReportView(APIView):
     """Time on task and pay per rater for a period, with the median session and the pay per hour
-    at the median; ``download=prolific`` answers Prolific's bulk-bonus lines, ``download=csv`` every column."""
+    at the median; ``download=prolific`` answers Prolific's bulk-bonus lines, ``download=adjustment`` the
+    adjustment's, ``download=csv`` every column."""
 
     permission_classes = [IsResearcher]
 

@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from annotators.models import Participation, Platform, RaterProfile
 from annotators.study.pay import Pay, median_pay, money, pay_for, session_seconds
-from annotators.study.pay_files import COLUMNS, full_csv, prolific_bonus_csv
+from annotators.study.pay_files import COLUMNS, adjustment_csv, full_csv, prolific_bonus_csv
 from annotators.study.report import PayPeriodError, pay_period, pay_report
 from ratinggame.game.aggregates import pair_aggregates_recompute
 from ratinggame.game.withdrawal import rater_withdraw
@@ -128,6 +128,13 @@ def test_the_report_of_the_worked_example(crowd):
     assert report.median.median_pay_per_session == Decimal("0.48")
     assert report.median.hourly_at_median == Decimal("38.40")
     assert report.median.under_minimum
+    # 40 an hour over 45 s is 0.50: 0.02 more per participant, each who came through a platform link.
+    assert report.median.adjustment == Decimal("0.02")
+    assert {row.username: row.adjustment for row in report.rows} == {
+        a.username: Decimal("0.02"),
+        f"withdrawn-{b.pk}": Decimal("0.02"),
+        c.username: Decimal("0"),
+    }
 
 
 def test_the_prolific_csv_has_one_line_per_prolific_participant_with_a_bonus_and_only_the_bonus(crowd, settings):
@@ -236,3 +243,23 @@ def test_only_researchers_and_staff_see_pay(client, crowd):
 def test_median_pay_with_no_session_says_nothing():
     empty = median_pay([], [], Decimal("8"))
     assert (empty.median_session_seconds, empty.hourly_at_median, empty.under_minimum) == (None, None, False)
+
+
+def test_the_adjustment_file_has_one_line_per_prolific_participant_and_the_reward_counts(crowd, settings):
+    report = pay_report(start=pay_period(DAY, DAY)[0], end=pay_period(DAY, DAY)[1])
+    assert adjustment_csv(report) == "P1aaaaaaaaaaaaaaaaaaaaaa,0.02\nP2bbbbbbbbbbbbbbbbbbbbbb,0.02\n"
+    # With Prolific's reward of 0.10 counted, the Prolific sessions' pay per session rises (A: 0.80,
+    # 0.80; B: 0.30): the median pay 0.55 over 45 s is 44.00 an hour, over the minimum.
+    settings.RATINGGAME_STUDY = {**settings.RATINGGAME_STUDY, "PLATFORM_REWARD": Decimal("0.10")}
+    report = pay_report(start=pay_period(DAY, DAY)[0], end=pay_period(DAY, DAY)[1])
+    assert report.median.median_pay_per_session == Decimal("0.55")
+    assert (report.median.hourly_at_median, report.median.under_minimum) == (Decimal("44.00"), False)
+    assert report.median.adjustment == 0 and adjustment_csv(report) == ""
+
+
+def test_median_pay_rounds_the_adjustment_up_so_the_median_reaches_the_minimum():
+    # 100 s at a minimum of 8.00 an hour is 0.2222...: from 0.10, 0.1223 rounds up to 0.13, not down to 0.12.
+    median = median_pay([100.0], [Decimal("0.10")], Decimal("8.00"))
+    assert median.under_minimum and median.adjustment == Decimal("0.13")
+    after = median_pay([100.0], [Decimal("0.10") + median.adjustment], Decimal("8.00"))
+    assert not after.under_minimum and after.adjustment == 0

@@ -46,6 +46,7 @@ def fake(settings, crowd):  # noqa: F811
             "PROLIFIC_API_TOKEN": server.token,
             "PROLIFIC_STUDY_ID": "study-1",
             "PROLIFIC_API_URL": server.url,
+            "PLATFORM_MIN_HOURLY": Decimal("0"),  # no adjustment but where a test asks for one
         }
         yield server
 
@@ -61,7 +62,7 @@ def bonus_due(up_to=DAY) -> dict[str, Decimal]:
     """What the pay report says each Prolific participant earned as a bonus, up to ``up_to``."""
     start, end = pay_period(DAY - timedelta(days=30), up_to)
     rows = pay_report(start=start, end=end).rows
-    return {r.participant_id: r.platform_bonus for r in rows if r.platform == "prolific" and r.platform_bonus}
+    return {r.participant_id: r.platform_due for r in rows if r.platform == "prolific" and r.platform_due}
 
 
 def test_a_bonus_run_pays_each_participant_the_report_to_the_cent_once(fake, api, crowd):  # noqa: F811
@@ -253,3 +254,13 @@ def test_only_researchers_pay_and_the_page_says_what_to_set(client, crowd, setti
     assert 'id="prolific-not-set"' in page and "RATINGGAME_PROLIFIC_API_TOKEN" in page
     refused = client.post(reverse("annotators:bonus_draft"), {"up_to": "9999-12-31"}, follow=True).content.decode()
     assert "Name a day from 2000-01-01" in refused and not BonusBatch.objects.exists()
+
+
+def test_a_short_paid_study_pays_everyone_the_adjustment_to_the_minimum_with_the_bonus_once(fake, api, settings):
+    """The worked example's median pays 38.40 an hour against a minimum of 40: 0.02 more per
+    participant brings the median session (45 s, 0.48) to 0.50, 40.00 an hour."""
+    settings.RATINGGAME_STUDY = {**settings.RATINGGAME_STUDY, "PLATFORM_MIN_HOURLY": Decimal("40.00")}
+    bonus_run(up_to=DAY, by=None, now=timezone.now(), api=api)
+    assert fake.paid_to() == bonus_due() == {P1: Decimal("0.95"), P2: Decimal("0.02")}
+    with pytest.raises(LedgerError, match="Nothing is owed"):
+        bonus_run(up_to=DAY, by=None, now=timezone.now(), api=api)
