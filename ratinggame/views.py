@@ -262,6 +262,8 @@ def _continue_label(fb: "game.Feedback", next_step: Step, *, session_ended: bool
         return "Finish"
     if fb.transition == "probation_failed":
         return "Start the next round"
+    if fb.transition == "window_passed":
+        return "Keep playing"  # already in the game
     return CONTINUE_LABELS.get(next_step, "Continue") if fb.transition else "Next pair"
 
 

@@ -171,6 +171,8 @@ def test_whole_journey_through_the_pages(client, tutorial):
     play_stage(client, user, "probation", 20, lambda p: p.expert_rating)
     pages = play_stage(client, user, "game", 20, lambda p: 4)
     assert "Qualification passed" in pages[-1]
+    # Already in the game: the button says to keep playing (issue 35, item 6), not "Go to the game".
+    assert ">Keep playing</a>" in pages[-1] and "Go to the game" not in pages[-1]
     # Words that read right once passed: "Qualified", never "40 of 25 points needed".
     assert '<span class="window-text">Qualified</span>' in pages[-1]
     CaptionPairFactory(pool=Pool.GAME)
