@@ -221,11 +221,24 @@ def control_agreement(value: int, expert: int) -> int:
     return rubric_score(value, expert)
 
 
+def skip_percent() -> int:
+    """The share of game serves after the first ``SKIPS_FROM_SERVE`` that a rater may skip (%)."""
+    return max(0, int(settings.RATINGGAME["SKIP_PERCENT"]))
+
+
 def skips_allowed(serves: int) -> int:
     """Game pairs a rater may have skipped in all after ``serves`` game serves: none in the first
     ``SKIPS_FROM_SERVE``, then ``SKIP_PERCENT`` of the serves after them."""
-    percent = max(0, int(settings.RATINGGAME["SKIP_PERCENT"]))
-    return max(0, serves - SKIPS_FROM_SERVE) * percent // 100
+    return max(0, serves - SKIPS_FROM_SERVE) * skip_percent() // 100
+
+
+def next_skip_serve(used: int) -> int | None:
+    """The game serve (1-based: the rater's game pair number) from which a rater who used ``used``
+    skips may skip again (``skips_allowed`` of it exceeds ``used``); None when skips are off."""
+    percent = skip_percent()
+    if percent == 0:
+        return None
+    return SKIPS_FROM_SERVE + -(-(used + 1) * 100 // percent)
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,7 @@ def _skip(rater, assignment_id: int, now: datetime) -> Skipped:
         used = skips_used(rater)
         allowed = journey.skips_allowed(profile.game_serves)
         if used >= allowed:
-            raise RatingRejected("skip_limit", _limit_message(profile.game_serves), 409)
+            raise RatingRejected("skip_limit", _limit_message(used), 409)
         closing = Assignment.objects.filter(pk=assignment.pk)
         if assignment.stage == Pool.GAME:
             pair = CaptionPair.objects.select_for_update(no_key=True).get(pk=assignment.pair_id)
@@ -88,7 +88,14 @@ def control_owe(profile_id: int, seed: int, serves: int) -> None:
     RaterProfile.objects.filter(pk=profile_id).update(control_owed_at=journey.control_owed_serve(seed, serves))
 
 
-def _limit_message(serves: int) -> str:
-    if serves <= journey.SKIPS_FROM_SERVE:
-        return f"You can skip pairs after your first {journey.SKIPS_FROM_SERVE} game pairs: please rate this one."
-    return "You have skipped as many pairs as you may for now (about one in ten): please rate this one."
+def _limit_message(used: int) -> str:
+    """Why a skip is refused, and when the next one comes, as the rule counts them (issue 35,
+    item 3: "after your first 20" on pair 21, and "you have skipped as many as you may" with none
+    used, were not true)."""
+    at = journey.next_skip_serve(used)
+    if at is None:
+        return "Skipping is off in this study: please rate this pair."
+    which = "first" if used == 0 else "next"
+    share = "one in ten" if journey.skip_percent() == 10 else f"{journey.skip_percent()}%"
+    rule = f"{share} of the pairs after your first {journey.SKIPS_FROM_SERVE}"
+    return f"Your {which} skip comes with game pair {at} ({rule}): please rate this one."

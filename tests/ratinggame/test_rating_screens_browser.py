@@ -313,6 +313,6 @@ def test_skip_this_pair_by_button_or_key_shows_the_next_pair_and_never_the_skipp
         # The limit: the next skip is refused with the reason, and the pair stays on screen.
         page.locator("#skip-pair").click()
         page.wait_for_selector(".messages")
-        assert "skipped as many pairs as you may" in page.inner_text(".messages")
+        assert "Your next skip comes with game pair 40" in page.inner_text(".messages")
         assert page.inner_text("#caption").split("\n")[-1].strip() == seen[1]
     assert not Rating.objects.exists()

@@ -148,3 +148,26 @@ def test_the_page_skips_with_a_message_and_shows_the_next_pair(client):
     assert "no longer open" in answer.content.decode()
     answer = client.post("/play/skip/", {"assignment": "nonsense"}, follow=True)
     assert answer.status_code == 200 and "no such pair" in answer.content.decode()
+
+
+def test_a_refused_skip_says_truly_when_the_next_one_comes():
+    """Issue 35, item 3: on game pair 21 with no skip used the refusal said "you have skipped as
+    many pairs as you may"; the first skip comes with pair 30 (one in ten after the first 20),
+    the second with pair 40."""
+    game_pairs(30, primes=[3.0, 3.0])
+    user, clock = rater(RaterState.GAME, game_serves=20), Clock()
+    served = game.pair_serve(rater=user, now=clock.now)  # game pair 21
+    with pytest.raises(game.RatingRejected) as refused:
+        game.pair_skip(rater=user, assignment_id=served.assignment_id, now=clock.now)
+    assert "Your first skip comes with game pair 30 (one in ten of the pairs after your first 20)" in (
+        refused.value.message
+    )
+    rate_next(user, 3, clock)
+    for _ in range(8):  # pairs 22 to 29
+        rate_next(user, 3, clock)
+    served = game.pair_serve(rater=user, now=clock.now)  # pair 30: the first skip
+    game.pair_skip(rater=user, assignment_id=served.assignment_id, now=clock.now)
+    served = game.pair_serve(rater=user, now=clock.now)  # pair 31
+    with pytest.raises(game.RatingRejected) as refused:
+        game.pair_skip(rater=user, assignment_id=served.assignment_id, now=clock.now)
+    assert "Your next skip comes with game pair 40" in refused.value.message
