@@ -235,12 +235,18 @@ def test_the_drift_rule_sends_back_raters_who_turn_bad_and_the_straight_liner_en
     """Honest raters of a VICR-like crowd (competencies 0.3 to 1), one straight-liner and one random
     clicker who rate well until they qualify and then always 3 / at random, on the real server.
     Full size (CI): the default control rate and drift rule, 200 game ratings each. Locally a
-    smaller rule (a control every 4 serves, a window of 6) over 50 ratings."""
+    smaller rule (a control every 4 serves, a window of 6) over 50 ratings, with honest raters of
+    competency 0.6 to 1: over a window of only 6 controls an honest rater of 0.475 (the local
+    crowd's weaker one from 0.3) has a mean agreement of about 1.38 with an sd of 0.25, so each
+    window falls under the threshold of 1.1 with p ~ 0.14 (the rule's arithmetic, not a count of
+    runs), and which controls it met moved with the order the live server took the requests in:
+    the claim failed by chance; at 0.7 a window falls under it with p ~ 0.002 (mean 1.66, sd 0.20)."""
     from annotators.services import leaderboard
 
     if not FULL_TESTS:
         settings.RATINGGAME = {**settings.RATINGGAME, "CONTROL_EVERY": 4, "DRIFT_WINDOW": 6}
     share, pairs, honest = (200, 240, 4) if FULL_TESTS else (50, 60, 2)
+    honest_range = (0.3, 1.0) if FULL_TESTS else (0.6, 1.0)
     token = Token.objects.create(user=researcher()).key
     config = CrowdConfig(
         server=live_server.url,
@@ -252,7 +258,7 @@ def test_the_drift_rule_sends_back_raters_who_turn_bad_and_the_straight_liner_en
         setup=True,
         share=share,
         retry_seconds=5,
-        competency_range=(0.3, 1.0),
+        competency_range=honest_range,
         straight_liners=1,
         random_clickers=1,
         max_probation_rounds=1,
