@@ -189,21 +189,26 @@ def control_owed_serve(seed: int, serves: int) -> int:
     return serves + seeded_draw(seed, serves, -1, bound=max(1, control_every()))
 
 
-def control_due_now(seed: int, serve: int, owed_at: int | None) -> bool:
-    """Whether game serve ``serve`` is a control: the block's own (``control_due``), or one owed
-    since a control was skipped or reported (``control_owed_serve``)."""
-    return control_due(seed, serve) or (owed_at is not None and serve >= owed_at and control_every() > 0)
+def control_due_now(seed: int, serve: int, owed_at: int | None, owed: int = 0) -> bool:
+    """Whether game serve ``serve`` is a control: the block's own (``control_due``), or one of the
+    ``owed`` since controls were skipped or reported, the next at ``owed_at`` (``control_owed_serve``)."""
+    if control_every() == 0:
+        return False
+    return control_due(seed, serve) or (owed > 0 and owed_at is not None and serve >= owed_at)
 
 
-def control_owed_after(seed: int, serve: int, owed_at: int | None) -> int | None:
-    """The control still owed once game serve ``serve`` was a control: none, unless the serve was
-    also the block's own check, when the owed one is drawn again among the next serves (one serve
-    takes one check, so that a skip never takes one away)."""
-    if owed_at is None:
-        return None
+def control_owed_after(seed: int, serve: int, owed_at: int | None, owed: int) -> tuple[int | None, int]:
+    """(the next owed control's serve, how many are owed) once game serve ``serve`` was a control.
+    One serve takes one check: the block's own first (the owed ones wait, drawn again when they
+    fell on it), else one of the owed; so a skip never takes a check away."""
+    if owed == 0 or owed_at is None:
+        return None, 0
     if serve < owed_at:
-        return owed_at  # the block's own check, before the owed one's serve
-    return control_owed_serve(seed, serve + 1) if control_due(seed, serve) else None
+        return owed_at, owed  # the block's own check, before the owed one's serve
+    if control_due(seed, serve):
+        return control_owed_serve(seed, serve + 1), owed
+    owed -= 1
+    return (control_owed_serve(seed, serve + 1) if owed else None), owed
 
 
 def drift_window() -> int:

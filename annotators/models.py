@@ -63,9 +63,10 @@ class RaterProfile(models.Model):
     # Game serves so far (game and control pairs, skipped ones too): which serve of a block of
     # ten holds the control pair, and how many skips the rater has earned (annotators.journey).
     game_serves = models.PositiveIntegerField(default=0)
-    # A control pair skipped or reported (SPEC 2.5) does not take the block's check away: another
-    # control comes at this game serve number (or the first serve after it), drawn among the next ones.
+    # A control pair skipped or reported (SPEC 2.5) does not take the block's check away: one more is
+    # owed for each (``controls_owed``), the next at this game serve number or the first after it.
     control_owed_at = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    controls_owed = models.PositiveSmallIntegerField(default=0, editable=False)
     order_seed = models.BigIntegerField(default=random_seed, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     # When the rater deleted their data ("Delete my data"): the account is anonymised and closed.

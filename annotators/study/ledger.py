@@ -60,13 +60,19 @@ def client(rules: StudySettings | None = None) -> Prolific:
 def owed(up_to: date) -> list[tuple[Participation, Decimal]]:
     """Each Prolific participant's bonus earned up to the end of ``up_to`` less what batches paid
     them; only those owed something."""
+    study_id = study().prolific_study_id
     start, end = pay_period(PERIOD_DAYS[0], up_to)
-    rows = [row for row in pay_report(start=start, end=end).rows if row.platform == Platform.PROLIFIC]
+    # This study's participants (a link that named no study is taken as this one's).
+    rows = [
+        row
+        for row in pay_report(start=start, end=end).rows
+        if row.platform == Platform.PROLIFIC and row.study_id in ("", study_id)
+    ]
     participations = {
         p.profile_id: p for p in Participation.objects.filter(profile_id__in=[r.profile_id for r in rows])
     }
     paid = dict(
-        BonusLine.objects.filter(batch__state__in=COUNTED_PAID)
+        BonusLine.objects.filter(batch__state__in=COUNTED_PAID, batch__study_id=study_id)
         .values("participation")
         .annotate(total=Sum("amount"))
         .values_list("participation", "total")

@@ -122,7 +122,7 @@ class Prolific:
             else:
                 self._log(method, url, response.status_code, started)
                 if response.is_success:
-                    return response.json() if response.content else {}
+                    return _body(response)
                 failure = _failure(response)
                 wait = _retry_after(response) if response.status_code == 429 else None
             if attempt > self._retries or not _may_repeat(failure, repeatable):
@@ -132,6 +132,22 @@ class Prolific:
     @staticmethod
     def _log(method: str, url: str, outcome, started: float) -> None:
         log.info("prolific %s %s -> %s in %.2f s", method, url.split("?")[0], outcome, time.monotonic() - started)
+
+
+def _body(response: httpx.Response) -> dict:
+    """A success's JSON object; one that is not (a proxy's page, say) says nothing of what was done."""
+    try:
+        body = response.json() if response.content else {}
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        raise ProlificError(
+            f"Prolific answered {response.status_code} with a body that is not its JSON: the call may have been "
+            "carried out.",
+            status=None,
+            carried_out_unknown=True,
+        )
+    return body
 
 
 def _may_repeat(failure: ProlificError, repeatable: bool) -> bool:

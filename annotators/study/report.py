@@ -191,8 +191,12 @@ def pay_report(*, start: datetime, end: datetime) -> PayReport:
             )
         )
         all_sessions.extend(sessions)
-        # The platform's reward is pay too (judged at the median; 0 where it is not set).
-        paid = pay.amount + (rules.platform_reward if participation else Decimal(0))
+        # Judged at the median: what the participant receives. With the study's reward on the
+        # platform set, that reward and the platform's bonus on top (the base is the reward's
+        # part unless the study pays it as a bonus); without it, this site's amount.
+        paid = pay.amount
+        if participation and rules.platform_reward:
+            paid = rules.platform_reward + (pay.amount if rules.pay_base_as_bonus else pay.bonus)
         pay_per_session.extend([money(paid / len(sessions))] * len(sessions))
     median = median_pay(all_sessions, pay_per_session, rules.platform_min_hourly)
     if median.adjustment:

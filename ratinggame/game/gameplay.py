@@ -92,7 +92,7 @@ def serve(profile: ProfileRow, now: datetime, *, wait: bool) -> Served | None:
     new = serve_new(batch, profile, now, avoid_image=avoid_image, wait=wait)
     if new is None:
         return None
-    batch.add(sql.PROFILE_SERVED, profile.game_serves, profile.control_owed_at, profile.id)
+    batch.add(sql.PROFILE_SERVED, profile.game_serves, profile.control_owed_at, profile.controls_owed, profile.id)
     return new.served(batch.run())
 
 
@@ -105,7 +105,7 @@ def serve_new(
     serve_number = profile.game_serves
     expires_at = now + timedelta(seconds=settings.RATINGGAME["ASSIGNMENT_EXPIRY_SECONDS"])
     found, stage = None, GAME
-    if journey.control_due_now(profile.order_seed, serve_number, profile.control_owed_at):
+    if journey.control_due_now(profile.order_seed, serve_number, profile.control_owed_at, profile.controls_owed):
         found, stage = control_pick(rater_id=profile.user_id, seed=profile.order_seed, avoid_image=avoid_image), CONTROL
     if found is None:
         start = order_start(profile.order_seed, serve_number)
@@ -116,7 +116,9 @@ def serve_new(
     pair, image = found
     holds_slot = stage == GAME
     if stage == CONTROL:
-        profile.control_owed_at = journey.control_owed_after(profile.order_seed, serve_number, profile.control_owed_at)
+        profile.control_owed_at, profile.controls_owed = journey.control_owed_after(
+            profile.order_seed, serve_number, profile.control_owed_at, profile.controls_owed
+        )
     insert = batch.add(sql.ASSIGNMENT_INSERT, profile.user_id, pair.id, stage, now, expires_at, None, holds_slot)
     profile.game_serves = serve_number + 1
     return NewServe(stage, pair, image, now, expires_at, insert)
@@ -286,6 +288,7 @@ def _rate(
         profile.window_points,
         profile.game_serves,
         profile.control_owed_at,
+        profile.controls_owed,
         profile.id,
     )
     results = batch.run()

@@ -250,11 +250,11 @@ def rating_submit(
                 profile = profile_locked(rater)
             try:
                 session = session_open(rater, profile, now)
-            except RatingRejected:
+            except RatingRejected as closed:
                 # The session has ended: a rating stored before is still answered with its feedback.
                 stored = _stored_feedback(rater, assignment_id)
                 if stored is None:
-                    raise
+                    raise closed from None
                 return stored
             feedback = _submit(rater, profile, assignment_id, value, now, serve_next=serve_next, session=session)
     except IntegrityError:
@@ -288,8 +288,12 @@ def _may_have_ended(session: Session | None, feedback: Feedback) -> bool:
 
 def _stored_feedback(rater, assignment_id: object) -> Feedback | None:
     """The feedback of the rating stored for this assignment of the rater's, marked as a
-    repeated submission; None when there is none."""
-    ratings = Rating.objects.filter(assignment_id=clean_assignment_id(assignment_id), rater_id=rater.pk)
+    repeated submission; None when there is none (or no such assignment can be)."""
+    try:
+        assignment_id = clean_assignment_id(assignment_id)
+    except RatingRejected:
+        return None
+    ratings = Rating.objects.filter(assignment_id=assignment_id, rater_id=rater.pk)
     rating = ratings.select_related("pair").first()
     return None if rating is None else replace(_feedback_from(rating), already_rated=True)
 

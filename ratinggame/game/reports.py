@@ -23,8 +23,8 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from annotators.models import RaterProfile
 from ratinggame.game.assignment import pair_rank_refresh
+from ratinggame.game.rating import RatingRejected, outcome_keep, profile_locked, session_open
 from ratinggame.game.skips import control_owe
 from ratinggame.models import GAME_STAGES, Assignment, CaptionPair, PairReport, Pool, ReportOutcome, ReportReason
 
@@ -59,9 +59,18 @@ def pair_report(
         raise ReportRefused("Say in a few words what is wrong with the pair.")
     if len(text) > REPORT_MAX_CHARS:
         raise ReportRefused(f"Keep it under {REPORT_MAX_CHARS} characters.")
+    try:
+        return _report(rater, assignment_id, reason, text, now)
+    except RatingRejected as rejected:  # the study session's gate (SPEC 7): nothing filed, nothing skipped
+        outcome_keep(rejected, rater, now)
+        raise ReportRefused(f"{rejected.message} The report was not filed.") from None
+
+
+def _report(rater, assignment_id: int, reason: str, text: str, now: datetime) -> Reported:
     with transaction.atomic():
         # One request of a rater at a time.
-        profile = RaterProfile.objects.select_for_update(no_key=True).filter(user=rater).first()
+        profile = profile_locked(rater)
+        session_open(rater, profile, now)
         assignment = Assignment.objects.open(now).filter(pk=assignment_id, rater=rater).select_related("pair").first()
         if assignment is None:
             raise ReportRefused("This pair is no longer open: the report was not filed.")
@@ -85,7 +94,7 @@ def pair_report(
         pair = CaptionPair.objects.select_for_update(no_key=True).get(pk=assignment.pair_id)
         if skip and assignment.stage == Pool.CONTROL:
             Assignment.objects.filter(pk=assignment.pk).update(expires_at=now)
-            control_owe(profile.pk, profile.order_seed, profile.game_serves)
+            control_owe(profile)
         elif skip and Assignment.objects.filter(pk=assignment.pk, holds_slot=True).update(
             holds_slot=False, expires_at=now
         ):

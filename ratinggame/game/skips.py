@@ -21,6 +21,7 @@ from annotators.journey import Step
 from annotators.models import RaterProfile
 from ratinggame.game.assignment import pair_rank_refresh
 from ratinggame.game.rating import RatingRejected, check_may_rate, outcome_keep, profile_locked, session_open
+from ratinggame.game.sql import ProfileRow
 from ratinggame.models import GAME_STAGES, Assignment, CaptionPair, Pool
 
 
@@ -78,14 +79,17 @@ def _skip(rater, assignment_id: int, now: datetime) -> Skipped:
                 pair.save(update_fields=["in_flight", "assign_rank"])
         closing.update(skipped_at=now, expires_at=now, holds_slot=False)
         if assignment.stage == Pool.CONTROL:
-            control_owe(profile.id, profile.order_seed, profile.game_serves)
+            control_owe(profile)
     return Skipped(assignment_id=assignment.pk, skips_left=allowed - used - 1)
 
 
-def control_owe(profile_id: int, seed: int, serves: int) -> None:
-    """A control skipped or reported does not take the block's check away (SPEC 2.5): another
-    one is owed, at a serve drawn among the next ones (``journey.control_owed_serve``)."""
-    RaterProfile.objects.filter(pk=profile_id).update(control_owed_at=journey.control_owed_serve(seed, serves))
+def control_owe(profile: ProfileRow) -> None:
+    """A control skipped or reported does not take the block's check away (SPEC 2.5): one more is
+    owed; the first owed comes at a serve drawn among the next ones (``journey.control_owed_serve``)."""
+    owed_at = profile.control_owed_at
+    if not profile.controls_owed or owed_at is None:
+        owed_at = journey.control_owed_serve(profile.order_seed, profile.game_serves)
+    RaterProfile.objects.filter(pk=profile.id).update(control_owed_at=owed_at, controls_owed=profile.controls_owed + 1)
 
 
 def _limit_message(used: int) -> str:

@@ -68,6 +68,7 @@ class ProfileRow:
     window_points: int
     game_serves: int
     control_owed_at: int | None
+    controls_owed: int
     order_seed: int
     # Not a column of the profile's table: read beside it by every statement that locks the
     # profile for a serve or a rating (``participant_of``), so the study's session gate (SPEC 7)
@@ -560,9 +561,9 @@ CONTROL_ASSIGNMENT_CLOSE = Write(
 PAIR_RATED = Write(CaptionPair, ("human_count", "human_sum", "human_sumsq", "in_flight", "assign_rank"))
 PAIR_SLOT_TAKEN = Write(CaptionPair, ("in_flight", "assign_rank"))
 PROFILE_AFTER_RATING = Write(
-    RaterProfile, ("game_score", "window_count", "window_points", "game_serves", "control_owed_at")
+    RaterProfile, ("game_score", "window_count", "window_points", "game_serves", "control_owed_at", "controls_owed")
 )
-PROFILE_SERVED = Write(RaterProfile, ("game_serves", "control_owed_at"))
+PROFILE_SERVED = Write(RaterProfile, ("game_serves", "control_owed_at", "controls_owed"))
 WRITES = (
     RATING_INSERT,
     ASSIGNMENT_INSERT,

@@ -72,7 +72,7 @@ def test_a_whole_prolific_study_from_entry_to_the_last_bonus(live_server, fast_s
     with FakeProlific() as prolific:
         for pid in outcomes:
             prolific.submission(pid)
-        settings.RATINGGAME_STUDY = {**settings.RATINGGAME_STUDY, "PROLIFIC_STUDY_ID": "study-1"}
+        settings.RATINGGAME_STUDY = {**settings.RATINGGAME_STUDY, "PROLIFIC_STUDY_ID": config.study_id}
         api = Prolific(token=prolific.token, base_url=prolific.url, timeout=0.5, sleep=lambda seconds: None)
         approval = submissions_sync(api, approve=True, now=timezone.now())
         completed = {pid for pid, outcome in ended.items() if outcome == SessionOutcome.COMPLETED}

@@ -248,13 +248,21 @@ def test_median_pay_with_no_session_says_nothing():
 def test_the_adjustment_file_has_one_line_per_prolific_participant_and_the_reward_counts(crowd, settings):
     report = pay_report(start=pay_period(DAY, DAY)[0], end=pay_period(DAY, DAY)[1])
     assert adjustment_csv(report) == "P1aaaaaaaaaaaaaaaaaaaaaa,0.02\nP2bbbbbbbbbbbbbbbbbbbbbb,0.02\n"
-    # With Prolific's reward of 0.10 counted, the Prolific sessions' pay per session rises (A: 0.80,
-    # 0.80; B: 0.30): the median pay 0.55 over 45 s is 44.00 an hour, over the minimum.
+    # With Prolific's reward set, a Prolific participant receives the reward and the bonus (the base
+    # is the reward's part): a reward of 1.00 gives A 1.93 over two sessions (0.97 each), B 1.00,
+    # C (sign-up) its 0.13: the median pay 0.97 over 45 s is 77.60 an hour, over the minimum.
+    settings.RATINGGAME_STUDY = {**settings.RATINGGAME_STUDY, "PLATFORM_REWARD": Decimal("1.00")}
+    report = pay_report(start=pay_period(DAY, DAY)[0], end=pay_period(DAY, DAY)[1])
+    assert report.median.median_pay_per_session == Decimal("0.97")
+    assert (report.median.hourly_at_median, report.median.under_minimum) == (Decimal("77.60"), False)
+    assert report.median.adjustment == 0 and adjustment_csv(report) == ""
+    # A reward of 0.10: A 1.03 (0.52 a session), B 0.10, C 0.13: the median 0.325 rounds to 0.33,
+    # 26.40 an hour; 40 an hour over 45 s is 0.50, so 0.17 more each. (Counting the base as well,
+    # 0.55 and 44.00, would have paid no adjustment: the base is the reward's part.)
     settings.RATINGGAME_STUDY = {**settings.RATINGGAME_STUDY, "PLATFORM_REWARD": Decimal("0.10")}
     report = pay_report(start=pay_period(DAY, DAY)[0], end=pay_period(DAY, DAY)[1])
-    assert report.median.median_pay_per_session == Decimal("0.55")
-    assert (report.median.hourly_at_median, report.median.under_minimum) == (Decimal("44.00"), False)
-    assert report.median.adjustment == 0 and adjustment_csv(report) == ""
+    assert (report.median.median_pay_per_session, report.median.hourly_at_median) == (Decimal("0.33"), Decimal("26.40"))
+    assert report.median.adjustment == Decimal("0.17")
 
 
 def test_median_pay_rounds_the_adjustment_up_so_the_median_reaches_the_minimum():

@@ -264,3 +264,29 @@ def test_a_short_paid_study_pays_everyone_the_adjustment_to_the_minimum_with_the
     assert fake.paid_to() == bonus_due() == {P1: Decimal("0.95"), P2: Decimal("0.02")}
     with pytest.raises(LedgerError, match="Nothing is owed"):
         bonus_run(up_to=DAY, by=None, now=timezone.now(), api=api)
+
+
+def test_a_success_whose_body_is_not_prolifics_json_counts_as_maybe_carried_out(fake, api, monkeypatch):
+    """A proxy's page with a 200 after the pay call: the batch stays 'paying', counted as paid."""
+    import httpx
+
+    real = api._client.request
+
+    def through_a_proxy(method, url, **kwargs):
+        answer = real(method, url, **kwargs)
+        if "/pay/" in url:
+            return httpx.Response(200, text="<html>ok</html>", request=answer.request)
+        return answer
+
+    monkeypatch.setattr(api._client, "request", through_a_proxy)
+    with pytest.raises(LedgerError, match="not its JSON"):
+        bonus_run(up_to=DAY, by=None, now=timezone.now(), api=api)
+    assert BonusBatch.objects.get().state == BonusState.PAYING and fake.paid_to() == bonus_due()
+
+
+def test_a_batch_pays_only_this_studys_participants(fake, api, crowd):  # noqa: F811
+    Participation.objects.filter(profile__user=crowd[0]).update(study_id="another-study")
+    with pytest.raises(LedgerError, match="Nothing is owed"):
+        bonus_run(up_to=DAY, by=None, now=timezone.now(), api=api)
+    Participation.objects.filter(profile__user=crowd[0]).update(study_id="study-1")
+    assert bonus_run(up_to=DAY, by=None, now=timezone.now(), api=api).total == Decimal("0.93")

@@ -252,3 +252,28 @@ def test_a_session_the_gate_finds_ended_is_recorded_although_the_request_is_refu
     assert answer.status_code == status and answer.json()["error"]["code"] == "session_ended"
     assert Participation.objects.get().outcome == SessionOutcome.COMPLETED
     assert RaterAction.objects.filter(rater=profile, action="session_completed").count() == 1
+
+
+def test_a_report_after_the_session_ended_files_nothing_and_skips_nothing(client, quota):
+    """The audit's path: "Report a problem and skip" on the pair still open when the session ended."""
+    from ratinggame.models import PairReport
+
+    profile = participant(client)
+    game_pairs(4, primes=[3.0, 3.0])
+    served = game.pair_serve(rater=profile.user, now=timezone.now() - timedelta(seconds=10))
+    Participation.objects.update(outcome=SessionOutcome.COMPLETED, ended_at=timezone.now())
+    columns = ("id", "submitted_at", "skipped_at", "expires_at", "holds_slot")
+    before = list(Assignment.objects.values_list(*columns))
+    answer = client.post(reverse("pair_report"), {"assignment": served.assignment_id, "reason": "broken_image"})
+    assert answer.status_code == 302 and client.get(answer["Location"])["Location"] == COMPLETE
+    assert not PairReport.objects.exists()
+    assert list(Assignment.objects.values_list(*columns)) == before
+
+
+@pytest.mark.parametrize("assignment_id", [0, -5, 10**12])
+def test_an_impossible_assignment_after_the_session_ended_is_refused_as_ended(client, quota, assignment_id):
+    profile = participant(client)
+    Participation.objects.update(outcome=SessionOutcome.COMPLETED, ended_at=timezone.now())
+    body = {"assignment_id": assignment_id, "value": 3}
+    answer = token_client(profile.user).post("/api/game/submit", body, format="json")
+    assert answer.status_code == 403 and answer.json()["error"]["code"] == "session_ended"

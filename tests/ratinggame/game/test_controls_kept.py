@@ -5,7 +5,7 @@ consensus in the words the rater's game pairs' feedback used."""
 
 import pytest
 
-from annotators.journey import control_owed_after, control_owed_serve
+from annotators.journey import control_due, control_owed_after, control_owed_serve
 from annotators.models import RaterProfile, RaterState
 from ratinggame import game
 from ratinggame.feedback_text import consensus_source
@@ -78,8 +78,10 @@ def test_the_owed_control_is_drawn_among_the_next_serves_and_one_serve_takes_one
     seed = 12345
     draws = {control_owed_serve(seed + k, 40) for k in range(200)}
     assert draws == set(range(40, 40 + EVERY))  # every place of the next block's length, none before
-    assert control_owed_after(seed, 45, owed_at=47) == 47  # the block's own check came first: still owed
-    assert control_owed_after(seed, 47, owed_at=47) in (None, *range(48, 48 + EVERY))
+    assert control_owed_after(seed, 45, owed_at=47, owed=1) == (47, 1)  # the block's own came first: still owed
+    owed_at, owed = control_owed_after(seed, 47, owed_at=47, owed=2)
+    assert owed in (1, 2) and owed_at in range(48, 48 + EVERY)  # one taken (2 left if 47 was the block's own)
+    assert control_owed_after(seed, 50, owed_at=None, owed=0) == (None, 0)
 
 
 def test_a_controls_feedback_names_its_consensus_as_the_raters_game_pairs_did():
@@ -92,7 +94,8 @@ def test_a_controls_feedback_names_its_consensus_as_the_raters_game_pairs_did():
         feedback = game.rating_submit(rater=user, assignment_id=served.assignment_id, value=3, now=clock.tick(1))
         words = consensus_source(feedback.consensus_of)
         if _stage(served) == Pool.CONTROL:
-            assert words != "the consensus" and words in seen_words, (words, seen_words)
+            # Before any game feedback: a primed pair's first rating's words.
+            assert words in (seen_words or {consensus_source([0, 2])}) and words != "the consensus", words
             return
         seen_words.add(words)
     raise AssertionError("no control served")
@@ -102,9 +105,34 @@ def test_before_any_game_rating_a_control_names_the_models_estimate_as_a_first_r
     ControlPairFactory(expert_rating=4)
     game_pairs(2, primes=[3.0, 3.0])
     user = rater(RaterState.GAME, window_count=20, window_points=40)
-    RaterProfile.objects.filter(user=user).update(control_owed_at=0)  # the very first serve is a control
+    RaterProfile.objects.filter(user=user).update(control_owed_at=0, controls_owed=1)  # the first serve: a control
     served = game.pair_serve(rater=user, now=T0)
     assert _stage(served) == Pool.CONTROL
     feedback = game.rating_submit(rater=user, assignment_id=served.assignment_id, value=4, now=T0)
     assert consensus_source(feedback.consensus_of) == consensus_source([0, 2])
-    assert RaterProfile.objects.get(user=user).control_owed_at is None
+    profile = RaterProfile.objects.get(user=user)
+    # The owed one taken, unless serve 0 was also the block's own check (then it is still owed).
+    assert profile.controls_owed == (1 if control_due(profile.order_seed, 0) else 0)
+
+
+def test_every_skipped_control_is_replaced():
+    """Two controls skipped in a row: when the second was the block's own (served before the owed
+    one), two are owed (the audit's case: the second skip overwrote the first's); when it was the
+    owed one, one. Either way every owed control comes."""
+    game_pairs(6 * EVERY, primes=[3.0, 3.0])
+    for expert in (1, 2, 3, 4, 5):
+        ControlPairFactory(expert_rating=expert)
+    user, clock = rater(RaterState.GAME, game_serves=40, window_count=20, window_points=40), Clock(T0)
+    for _ in range(2):
+        control = _serve_until_control(user, clock)
+        game.pair_skip(rater=user, assignment_id=control.assignment_id, now=clock.tick(1))
+    owed_now = RaterProfile.objects.get(user=user).controls_owed
+    assert owed_now in (1, 2)
+    served_controls = 0
+    for _ in range(4 * EVERY):
+        served = game.pair_serve(rater=user, now=clock.tick(1))
+        served_controls += _stage(served) == Pool.CONTROL
+        game.rating_submit(rater=user, assignment_id=served.assignment_id, value=3, now=clock.tick(1))
+        if RaterProfile.objects.get(user=user).controls_owed == 0:
+            break
+    assert RaterProfile.objects.get(user=user).controls_owed == 0 and served_controls >= owed_now
