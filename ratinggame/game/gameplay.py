@@ -337,16 +337,15 @@ def _decided(
 
 def control_consensus_of(profile: ProfileRow, assignment_id: int) -> list[int] | None:
     """Whose ratings a control's feedback names as its consensus (SPEC 2.5: nothing tells a control
-    from a game pair, its feedback's words neither): those a game pair's feedback of this rater's
-    named, one of their latest drawn from their seed; a primed pair's first rating's ([0 players,
-    2 primes]) before they have any."""
-    recent = (
-        Rating.objects.filter(rater_id=profile.user_id, stage=GAME).order_by("-id").values_list("feedback", flat=True)
-    )
-    named = [shown.get("consensus_of") for shown in recent[:CONSENSUS_DRAWN_FROM] if shown.get("consensus_of")]
-    if not named:
+    from a game pair, its feedback's words neither): those one of the rater's latest game pairs'
+    feedback named, drawn from their seed; a primed pair's first rating's ([0 players, 2 primes])
+    before they have any. One prepared statement, one feedback decoded."""
+    rows = sql.latest_game_feedback().fetchall(profile.user_id, CONSENSUS_DRAWN_FROM)
+    if not rows:
         return [0, 2]
-    return named[journey.seeded_draw(profile.order_seed, assignment_id, bound=len(named))]
+    (shown,) = rows[journey.seeded_draw(profile.order_seed, assignment_id, bound=len(rows))]
+    named = sql.feedback_of(shown).get("consensus_of")  # only the one drawn is decoded
+    return list(named) if named else [0, 2]
 
 
 CONSENSUS_DRAWN_FROM = 10  # a control's consensus words are one of the rater's latest game pairs'
