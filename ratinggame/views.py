@@ -65,7 +65,8 @@ def rate(request: HttpRequest, stage: str, assignment_id: int | None = None) -> 
     no longer open (rated, skipped, expired) gives way to the one open now, with its own URL."""
     if request.method == "POST":
         return _rate_submit(request, stage)
-    if gate := step_gate(request.user, {STAGE_STEPS[stage]}) or session_gate(request.user):
+    session = session_of(user=request.user, now=timezone.now())  # a study participant's, else None
+    if gate := step_gate(request.user, {STAGE_STEPS[stage]}) or session_gate(session):
         return gate
     try:
         served = game.pair_serve(rater=request.user)
@@ -81,7 +82,12 @@ def rate(request: HttpRequest, stage: str, assignment_id: int | None = None) -> 
         # The reported pair is no longer on screen: the reason stands alone above the pair now open.
         messages.error(request, stale_report["message"])
     return rate_response(
-        request, served, error=refused.get("message", ""), chosen=refused.get("value", ""), report=report
+        request,
+        served,
+        error=refused.get("message", ""),
+        chosen=refused.get("value", ""),
+        report=report,
+        session=session.progress if session is not None else None,
     )
 
 
@@ -146,10 +152,17 @@ def skip(request: HttpRequest) -> HttpResponse:
 
 
 def rate_response(
-    request: HttpRequest, served: "game.Served", *, error: str = "", chosen: str = "", report: dict | None = None
+    request: HttpRequest,
+    served: "game.Served",
+    *,
+    error: str = "",
+    chosen: str = "",
+    report: dict | None = None,
+    session=None,
 ) -> HttpResponse:
     """The rating screen of ``served``; ``error`` and ``chosen``: a refused rating's reason and
-    choice; ``report``: a refused report's reason, details and message (``drafts.REPORT``)."""
+    choice; ``report``: a refused report's reason, details and message (``drafts.REPORT``);
+    ``session``: a study participant's session progress (``SessionProgress``)."""
     now = timezone.now()
     # The wait is the server's min_submit_at minus the server's now: the page only counts it
     # down with the browser's monotonic clock, so a wrong clock on the rater's machine can
@@ -171,21 +184,13 @@ def rate_response(
         "report_reasons": ReportReason.choices,
         "report": report or {},
         "report_max_chars": REPORT_MAX_CHARS,
-        "title": play_title(
-            served, progress.stage_progress(request.user, served.stage), _session_progress(request.user)
-        ),
+        "title": play_title(served, progress.stage_progress(request.user, served.stage), session),
         "image": image,
         "original_url": served.image_url,
         # Another caption of the same image needs nothing fetched.
         "upcoming": display_image(upcoming) if upcoming is not None and upcoming.pk != image.pk else None,
     }
     return render(request, "ratinggame/rate.html", context)
-
-
-def _session_progress(user):
-    """A study participant's session progress for the rating screen; None for other raters."""
-    session = session_of(user=user, now=timezone.now())
-    return session.progress if session is not None else None
 
 
 @login_required

@@ -24,11 +24,8 @@ def bonus_draft(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         messages.error(request, " ".join(form.errors["up_to"]))
         return redirect("annotators:pay_report")
-    rules = ledger.study()
     try:
-        batch = ledger.batch_open(rules.prolific_study_id) or ledger.batch_draft(
-            up_to=form.cleaned_data["up_to"], by=request.user, now=timezone.now()
-        )
+        batch = ledger.batch_current(up_to=form.cleaned_data["up_to"], by=request.user, now=timezone.now())
     except (ledger.LedgerError, PayPeriodError) as error:
         messages.error(request, str(error))
         return redirect("annotators:pay_report")

@@ -89,19 +89,28 @@ class Session:
             failed_rounds=self.failed_rounds + failed_round,
         )
 
+    @property
+    def entered_game(self) -> bool:
+        return self.participation.profile.game_entered_at is not None
+
+    def due(self) -> str | None:
+        """The outcome these figures call for (``outcome_due``), or None while the session goes on."""
+        return outcome_due(
+            counted=self.counted,
+            active_seconds=self.active_seconds,
+            failed_rounds=self.failed_rounds,
+            rules=self.rules,
+            entered_game=self.entered_game,
+        )
+
     def ends_with(self, *, stage: str, served_at: datetime, now: datetime, failed_round: bool = False) -> bool:
         """Whether one more rating (as ``after`` takes it) ends the session now."""
-        if self.ended:
-            return False  # rating on after completing: it ended before
         after = self.after(stage=stage, served_at=served_at, now=now, failed_round=failed_round)
-        outcome = outcome_due(
-            counted=after.counted,
-            active_seconds=after.active_seconds,
-            failed_rounds=after.failed_rounds,
-            rules=self.rules,
-            entered_game=self.participation.profile.game_entered_at is not None,
-        )
-        return outcome is not None
+        return self.ends_as(after)
+
+    def ends_as(self, after: "Session") -> bool:
+        """Whether the session ends with the figures ``after`` (this one's after a rating)."""
+        return not self.ended and after.due() is not None  # once ended (rating on), it ended before
 
     @property
     def progress(self) -> "SessionProgress":
@@ -166,12 +175,9 @@ def session_of(*, user: AbstractBaseUser, now: datetime) -> Session | None:
     counted, seconds = figures["counted"], figures["active"].total_seconds()
     failed = ProbationRound.objects.filter(profile=participation.profile, passed=False).count()
     session = Session(participation, rules, counted=counted, active_seconds=seconds, failed_rounds=failed)
-    entered_game = participation.profile.game_entered_at is not None
-    outcome = outcome_due(
-        counted=counted, active_seconds=seconds, failed_rounds=failed, rules=rules, entered_game=entered_game
-    )
+    outcome = session.due()
     if outcome is not None:
-        after_game = bool(rules.screen_out_rounds) and failed >= rules.screen_out_rounds and entered_game
+        after_game = bool(rules.screen_out_rounds) and failed >= rules.screen_out_rounds and session.entered_game
         _outcome_record(session, outcome, now=now, after_game=after_game)
     return session
 

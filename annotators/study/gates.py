@@ -3,9 +3,8 @@ completion page in front of the rating screens once a participant's session has 
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils import timezone
 
-from annotators.study.completion import may_rate_on, session_end_check
+from annotators.study.completion import Session
 from annotators.study.settings import study
 
 
@@ -18,12 +17,12 @@ def study_entry_refusal(request: HttpRequest, *, signup: bool = False) -> HttpRe
     return render(request, "annotators/study/closed.html", {"reason": refusal[0]}, status=403)
 
 
-def session_gate(user) -> HttpResponse | None:
-    """For the rating screens: a participant whose session has ended goes to the completion page
-    (the first time in any case; afterwards when they may not rate on), else None."""
-    participation = session_end_check(user=user, now=timezone.now())
-    if participation is None:
+def session_gate(session: Session | None) -> HttpResponse | None:
+    """For the rating screens, with the rater's session (``session_of``): a participant whose
+    session has ended goes to the completion page (the first time in any case; afterwards when
+    they may not rate on), else None."""
+    if session is None or not session.ended:
         return None
-    if participation.completion_shown_at is None or not may_rate_on(participation, study()):
+    if session.participation.completion_shown_at is None or session.closed:
         return redirect("annotators:study_complete")
     return None

@@ -40,14 +40,23 @@ from annotators.study.settings import StudySettings, study
 COUNTED_PAID = (BonusState.PAID, BonusState.PAYING)
 
 
+NOTHING_OWED = "Nothing is owed up to {day}: every bonus earned by then is paid."
+
+
 class LedgerError(Exception):
     """What the researcher is told when a step cannot go on (nothing was paid by it)."""
 
 
-def client(rules: StudySettings | None = None) -> Prolific:
-    rules = rules or study()
+def prolific_rules() -> StudySettings:
+    """The study's settings, with the Prolific study they pay for."""
+    rules = study()
     if not rules.prolific_study_id:
         raise LedgerError("No Prolific study is set (RATINGGAME_PROLIFIC_STUDY_ID).")
+    return rules
+
+
+def client(rules: StudySettings | None = None) -> Prolific:
+    rules = rules or prolific_rules()
     try:
         return Prolific(token=rules.prolific_api_token, base_url=rules.prolific_api_url)
     except ProlificError as error:
@@ -96,14 +105,12 @@ def batch_open(study_id: str) -> BonusBatch | None:
 def batch_draft(*, up_to: date, by, now: datetime) -> BonusBatch:
     """A draft batch of what is owed up to ``up_to``: shown to the researcher before anything goes
     to Prolific. Refused while another batch of the study is on its way, or when nothing is owed."""
-    rules = study()
-    if not rules.prolific_study_id:
-        raise LedgerError("No Prolific study is set (RATINGGAME_PROLIFIC_STUDY_ID).")
+    rules = prolific_rules()
     if (current := batch_open(rules.prolific_study_id)) is not None:
         raise LedgerError(f"Batch {current.pk} is on its way ({current.get_state_display()}): finish it first.")
     lines = owed(up_to)
     if not lines:
-        raise LedgerError(f"Nothing is owed up to {up_to}: every bonus earned by then is paid.")
+        raise LedgerError(NOTHING_OWED.format(day=up_to))
     try:
         with transaction.atomic():
             batch = BonusBatch.objects.create(
@@ -201,11 +208,14 @@ def batch_resolve(batch: BonusBatch, *, paid: bool, now: datetime) -> BonusBatch
     return batch
 
 
+def batch_current(*, up_to: date, by, now: datetime) -> BonusBatch:
+    """The batch of the study on its way, or a new draft up to ``up_to``."""
+    return batch_open(prolific_rules().prolific_study_id) or batch_draft(up_to=up_to, by=by, now=now)
+
+
 def bonus_run(*, up_to: date, by, now: datetime, api: Prolific) -> BonusBatch:
     """Draft (or take up the batch on its way), set up and pay: the whole of "Pay bonuses"."""
-    rules = study()
-    batch = batch_open(rules.prolific_study_id) or batch_draft(up_to=up_to, by=by, now=now)
-    batch = batch_create(batch, api)
+    batch = batch_create(batch_current(up_to=up_to, by=by, now=now), api)
     return batch_pay(batch, api, now=now)
 
 
@@ -223,9 +233,7 @@ class Approval:
 def submissions_sync(api: Prolific, *, approve: bool, now: datetime) -> Approval:
     """Read the study's submissions, record each participant's status, and (``approve``) approve
     those whose session here completed (never a screened-out one: Prolific pays those its way)."""
-    rules = study()
-    if not rules.prolific_study_id:
-        raise LedgerError("No Prolific study is set (RATINGGAME_PROLIFIC_STUDY_ID).")
+    rules = prolific_rules()
     try:
         submissions = api.submissions(rules.prolific_study_id)
     except ProlificError as error:

@@ -329,7 +329,7 @@ def _submit(
             if session is None:
                 return False
             after.append(session.after(stage=stage, served_at=served_at, now=now))
-            return session.ends_with(stage=stage, served_at=served_at, now=now)
+            return session.ends_as(after[-1])
 
         feedback = gameplay.submit(profile, assignment_id, value, now, serve_next=serve_next, ends_session=ends_session)
         if feedback is not None:

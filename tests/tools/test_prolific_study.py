@@ -12,7 +12,7 @@ import pytest
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
-from annotators.models import Participation, SessionOutcome
+from annotators.models import BonusBatch, Participation, SessionOutcome
 from annotators.study.ledger import LedgerError, batch_resolve, bonus_run, submissions_sync
 from annotators.study.prolific import Prolific
 from annotators.study.report import pay_period, pay_report
@@ -85,8 +85,6 @@ def test_a_whole_prolific_study_from_entry_to_the_last_bonus(live_server, fast_s
             bonus_run(up_to=day, by=None, now=timezone.now(), api=api)
         with pytest.raises(LedgerError, match="already sent"):
             bonus_run(up_to=day, by=None, now=timezone.now(), api=api)
-        from annotators.models import BonusBatch
-
         batch_resolve(BonusBatch.objects.get(), paid=True, now=timezone.now())  # Prolific shows it paid
         with pytest.raises(LedgerError, match="Nothing is owed"):
             bonus_run(up_to=day, by=None, now=timezone.now(), api=api)

@@ -62,7 +62,7 @@ class Command(BaseCommand):
 
     def _bonus(self, *, up_to: str, yes: bool, **options) -> None:
         day, now = day_argument(up_to), timezone.now()
-        rules = ledger.study()
+        rules = ledger.prolific_rules()
         if not yes:
             batch = ledger.batch_open(rules.prolific_study_id)
             lines = (
@@ -71,7 +71,7 @@ class Command(BaseCommand):
                 else [(p.external_id, amount) for p, amount in ledger.owed(day)]
             )
             if not lines:
-                raise CommandError(f"Nothing is owed up to {day}: every bonus earned by then is paid.")
+                raise CommandError(ledger.NOTHING_OWED.format(day=day))
             for participant, amount in lines:
                 self.stdout.write(f"{participant}  {amount} {rules.currency}")
             total = sum(amount for _, amount in lines)

@@ -28,16 +28,22 @@ pytestmark = pytest.mark.django_db
 PID = "60a1b2c3d4e5f60718293a4b"
 
 
-@pytest.fixture
-def quota(settings):
-    settings.RATINGGAME = {**settings.RATINGGAME, "CONTROL_EVERY": 0}
+def study_quota(settings, *, ratings: int = 3, **game) -> None:
+    """A study of ``ratings`` counted game ratings a session, screen-out after 2 failed rounds, no
+    control pairs (and the game settings ``game``): the study tests' rules."""
+    settings.RATINGGAME = {**settings.RATINGGAME, "CONTROL_EVERY": 0, **game}
     settings.RATINGGAME_STUDY = {
         **settings.RATINGGAME_STUDY,
-        "QUOTA_RATINGS": 3,
+        "QUOTA_RATINGS": ratings,
         "COMPLETION_CODE": "C7QUOTA1",
         "SCREEN_OUT_CODE": "CSCREEN9",
         "SCREEN_OUT_ROUNDS": 2,
     }
+
+
+@pytest.fixture
+def quota(settings):
+    study_quota(settings)
 
 
 def participant(client: Client, state: str = RaterState.GAME, *, entered_game: bool | None = None) -> RaterProfile:

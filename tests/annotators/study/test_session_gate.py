@@ -17,7 +17,7 @@ from annotators.study.report import pay_period, pay_report
 from annotators.study.settings import study
 from ratinggame import game
 from ratinggame.models import Assignment, CaptionPair, Rating
-from tests.annotators.study.test_completion import PID, participant
+from tests.annotators.study.test_completion import PID, participant, study_quota
 from tests.factories import rating_record
 from tests.ratinggame.api_helpers import role_user, token_client
 from tests.ratinggame.journey_helpers import Clock, game_pairs, probation_pairs, rate_next
@@ -29,14 +29,7 @@ COMPLETE = reverse("annotators:study_complete")
 
 @pytest.fixture
 def quota(settings):
-    settings.RATINGGAME = {**settings.RATINGGAME, "CONTROL_EVERY": 0, "MIN_SECONDS_PER_RATING": 0}
-    settings.RATINGGAME_STUDY = {
-        **settings.RATINGGAME_STUDY,
-        "QUOTA_RATINGS": 3,
-        "COMPLETION_CODE": "C7QUOTA1",
-        "SCREEN_OUT_CODE": "CSCREEN9",
-        "SCREEN_OUT_ROUNDS": 2,
-    }
+    study_quota(settings, MIN_SECONDS_PER_RATING=0)
 
 
 def past_clock() -> Clock:

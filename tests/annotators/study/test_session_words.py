@@ -10,9 +10,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from annotators.models import RaterState
+from annotators.models import RaterProfile, RaterState
 from ratinggame import game
-from tests.annotators.study.test_completion import participant
+from tests.annotators.study.test_completion import participant, study_quota
 from tests.annotators.study.test_session_gate import past_clock
 from tests.ratinggame.journey_helpers import Clock, game_pairs, probation_pairs, rate_next, rater
 
@@ -21,14 +21,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def quota(settings):
-    settings.RATINGGAME = {**settings.RATINGGAME, "CONTROL_EVERY": 0, "MIN_SECONDS_PER_RATING": 0}
-    settings.RATINGGAME_STUDY = {
-        **settings.RATINGGAME_STUDY,
-        "QUOTA_RATINGS": 5,
-        "COMPLETION_CODE": "C7QUOTA1",
-        "SCREEN_OUT_CODE": "CSCREEN9",
-        "SCREEN_OUT_ROUNDS": 2,
-    }
+    study_quota(settings, ratings=5, MIN_SECONDS_PER_RATING=0)
 
 
 def test_every_game_screen_says_which_rating_of_the_session_it_is(client, quota):
@@ -65,8 +58,6 @@ def test_a_probation_screen_says_practice_does_not_count_and_when_it_is_the_last
 
 def test_the_consent_and_introduction_say_what_the_session_is_and_which_ids_are_stored(client, quota):
     participant(client, state=RaterState.TUTORIAL)
-    from annotators.models import RaterProfile
-
     RaterProfile.objects.update(consent_at=None)
     consent = client.get(reverse("annotators:consent")).content.decode()
     for words in (
