@@ -235,17 +235,17 @@ def test_the_drift_rule_sends_back_raters_who_turn_bad_and_the_straight_liner_en
     """Honest raters of a VICR-like crowd (competencies 0.3 to 1), one straight-liner and one random
     clicker who rate well until they qualify and then always 3 / at random, on the real server.
     Full size (CI): the default control rate and drift rule, 200 game ratings each. Locally a
-    smaller rule (a control every 4 serves, a window of 6) over 50 ratings, with honest raters of
-    competency 0.6 to 1: over a window of only 6 controls an honest rater of 0.475 (the local
-    crowd's weaker one from 0.3) has a mean agreement of about 1.38 with an sd of 0.25, so each
-    window falls under the threshold of 1.1 with p ~ 0.14 (the rule's arithmetic, not a count of
-    runs), and which controls it met moved with the order the live server took the requests in:
-    the claim failed by chance; at 0.7 a window falls under it with p ~ 0.002 (mean 1.66, sd 0.20)."""
+    smaller rule (a control every 4 serves, a window of 8) over 80 ratings, with honest raters of
+    competency 0.6 to 1. By the rule's arithmetic (not a count of runs): with a window of 6 over 50
+    ratings an honest rater of 0.475 fell under the threshold of 1.1 with p ~ 0.14 per window, and
+    a random clicker (mean agreement ~0.72) stayed over it with p ~ 0.10 per window, in too few
+    windows after qualifying (it happened here once); over 8 controls a rater of 0.7 falls under
+    with p ~ 0.0005 per window, a random clicker stays over with p ~ 0.07, in more windows."""
     from annotators.services import leaderboard
 
     if not FULL_TESTS:
-        settings.RATINGGAME = {**settings.RATINGGAME, "CONTROL_EVERY": 4, "DRIFT_WINDOW": 6}
-    share, pairs, honest = (200, 240, 4) if FULL_TESTS else (50, 60, 2)
+        settings.RATINGGAME = {**settings.RATINGGAME, "CONTROL_EVERY": 4, "DRIFT_WINDOW": 8}
+    share, pairs, honest = (200, 240, 4) if FULL_TESTS else (80, 100, 2)
     honest_range = (0.3, 1.0) if FULL_TESTS else (0.6, 1.0)
     token = Token.objects.create(user=researcher()).key
     config = CrowdConfig(
