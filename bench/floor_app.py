@@ -37,7 +37,7 @@ django.setup()
 from django.conf import settings  # noqa: E402
 
 from ratinggame.game import prepared, sql  # noqa: E402
-from ratinggame.game.assignment import claim_statement_and_params, order_start, pair_rank_refresh  # noqa: E402
+from ratinggame.game.assignment import claim_statements, order_start, pair_rank_refresh  # noqa: E402
 
 VENDOR = "postgresql"
 RATER = sql.STATEMENTS["rater_by_token"](VENDOR).sql
@@ -80,12 +80,12 @@ def _run(cursor, statement: str, params: list) -> None:
 
 def _claim(cursor, profile: sql.ProfileRow, avoid_image: int | None):
     """The next pair of the rater's order, locked and counted (the game's claim statement)."""
-    statement, params = claim_statement_and_params(
-        profile.user_id, order_start(profile.order_seed, profile.game_serves), avoid_image
-    )
-    _run(cursor, statement, params)
-    row = cursor.fetchone()
-    if row is None:
+    start = order_start(profile.order_seed, profile.game_serves)
+    for statement, params in claim_statements(profile.user_id, start, avoid_image):
+        _run(cursor, statement, params)
+        if (row := cursor.fetchone()) is not None:
+            break
+    else:
         return None
     pair = sql.PAIR.read(row[: sql.PAIR.width])
     pair.in_flight += 1

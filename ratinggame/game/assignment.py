@@ -26,32 +26,38 @@ How it stays fast for a rater with a long history: each probe reads at most ``PR
 entries of its rank (its window), and takes the first the rater has not seen. The pairs a rater
 has rated stay in the started ranks until other raters rate them, and a probe that looked at
 every entry of a rank passed over all of them: for a rater rating alone (the first of a study,
-the last one at night) every claim read all of their started pairs, 2.6 ms at 1,000 ratings and
-6.4 ms at 2,000 (``bench/bench_claim_history.py``; 0.6 ms at both now). So started pairs come
-before fresh ones (SPEC 5) among the first ``PROBE_WINDOW`` pairs of each rank in the rater's
-order from each serve's start point (and as many from the beginning of the key space); a started
-pair further on is met by a later serve, whose start point differs, or by a rater who has not
-seen the ones before it.
+the last one at night) every claim read all of their started pairs, and a claim grew with the
+rater's history (``bench/bench_claim_history.py``). So started pairs come before fresh ones
+(SPEC 5) among the first ``PROBE_WINDOW`` pairs of each rank in the rater's order from each
+serve's start point (and as many from the beginning of the key space); a started pair further on
+is met by a later serve, whose start point differs, or by a rater who has not seen the ones
+before it. Only when every window misses does the claim read on past them (a second statement,
+whose probes stop at the first pair the rater has not seen): a rater is told "none left" only
+when no pair is open to them, never because the pairs they have seen fill the windows.
+
+One claim serves every caller, with a lock mode (``Lock``): the game's serve passes over locked
+pairs, the serve that found them all locked waits for the first, and the next image's guess
+(``ratinggame.game.prefetch``) locks nothing.
 
 Open assignments count toward the cap (``in_flight``), so two raters racing for the last slot
 cannot push a pair past 7: the next-pair query itself locks the row it returns (FOR NO KEY
-UPDATE SKIP LOCKED, as Label Studio's next_task locks with FOR UPDATE; see ``sql._lock`` for
-why no key), the lock makes PostgreSQL check the WHERE
-again on the latest row, and the slot is taken in the same transaction. A rater never waits
-for one pair's lock while holding another's (``game_pair_claim``). An open assignment that
-expires gives its slot back (``assignments_release_expired``).
+UPDATE SKIP LOCKED, as Label Studio's next_task locks with FOR UPDATE; see ``sql.row_lock`` for
+why no key), the lock makes PostgreSQL check the WHERE again on the latest row, and the slot is
+taken in the same transaction. A rater never waits for one pair's lock while holding another's
+(``game_pair_claim``). An open assignment that expires gives its slot back
+(``assignments_release_expired``).
 """
 
-from collections.abc import Iterator
+import enum
+import itertools
+from collections.abc import Callable, Iterator
 from datetime import datetime
 
-from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
-from django.db.models import Exists, OuterRef, QuerySet
 
 from annotators.journey import seeded_draw
 from ratinggame.game.cursor import fetch_one
-from ratinggame.game.sql import IMAGE, PAIR, ImageRow, PairRow, Statement, column, statement, table
+from ratinggame.game.sql import IMAGE, PAIR, ImageRow, PairRow, Statement, column, row_lock, statement, table
 from ratinggame.models import (
     MAX_HUMAN_RATINGS,
     MIN_HUMAN_RATINGS,
@@ -117,68 +123,70 @@ def _probes(start: int | str) -> Iterator[tuple[int, int | str, int | str]]:
         yield rank, 0, start
 
 
+class Lock(enum.Enum):
+    """What the claim does with a pair another rater holds locked right now."""
+
+    SKIP = "skip"  # pass over it: the game's serve, so that raters asking at once spread out
+    WAIT = "wait"  # wait for it, one pair at a time: when every open pair was locked
+    NONE = "none"  # lock nothing and take no slot: a guess (the next image to download)
+
+
+# How many pairs with a stale stored rank one claim passes over before it gives up: a stale rank
+# is a broken invariant, which the claim corrects where it can and ``check_aggregates`` repairs;
+# the limit only keeps a claim from looping.
+STALE_PASSES = 3
+
+
 def game_pair_claim(
-    *, rater_id: int, start: int, avoid_image: int | None = None, wait: bool = False
+    *, rater_id: int, start: int, avoid_image: int | None = None, lock: Lock = Lock.SKIP
 ) -> tuple[PairRow, ImageRow] | None:
-    """Take one slot of the next game pair in this rater's order; None when none is free.
+    """The next game pair of this rater's order, with its image; None only when no pair the
+    rater may rate is open (with ``Lock.SKIP``: or every open one is locked at this moment).
 
-    ``start`` is the serve's point in the key space (``order_start``); ``avoid_image``, the
-    image of the rater's previous serve, whose pairs come only when no other image is open.
-    Must run inside a transaction: the returned pair is locked, and its ``in_flight`` and
-    ``assign_rank`` already count the new assignment; the caller writes both with the
-    assignment, in the same transaction.
-
-    Without ``wait`` (one statement), a pair being claimed or rated right now is passed over
-    (SKIP LOCKED), so raters asking at once spread over the open pairs; None may then mean only
-    that every open pair is locked at this moment. With ``wait``, the first pair of the order is
-    waited for, one pair at a time: call it in a transaction that holds no pair's lock.
+    ``start`` is the serve's point in the key space (``order_start``); ``avoid_image``, the image
+    of the rater's previous serve, whose pairs come only when no other image is open. With a
+    lock, the claim must run inside a transaction: the returned pair is locked, and its
+    ``in_flight`` and ``assign_rank`` already count the new assignment, which the caller writes
+    with the assignment in the same transaction. With ``Lock.WAIT``, call it in a transaction
+    that holds no pair's lock. With ``Lock.NONE`` the pair comes back as it is, nothing counted.
     """
-    if not wait:
-        for _ in range(3):  # a stale stored rank is corrected and the claim looks again
-            claimed = _claim_one(rater_id, start, avoid_image)
-            if claimed is None:
-                return None
-            pair = claimed[0]
-            pair_rank_refresh(pair)
-            if pair.assign_rank is not None:
-                return _slot_take(pair), claimed[1]
-            CaptionPair.objects.filter(pk=pair.id).update(assign_rank=None)
-        return None
-    passed: list[int] = []
-    while (head := first_in_order(rater_id, start, avoid_image, passed)) is not None:
-        with transaction.atomic():
-            pair = claim_query(rater=rater_id, skip_locked=False).filter(pk=head).first()
-            if pair is not None:
-                pair_rank_refresh(pair)
-            if pair is None or pair.assign_rank is None:
-                # It filled up while we waited (PostgreSQL checks the WHERE again on the row it
-                # gets), or its stored rank was stale. Its lock is kept to the end of the
-                # transaction unless the savepoint is rolled back: give it back before waiting
-                # for the next one, or two raters waiting for each other's pairs would deadlock.
-                # A stale rank is corrected by the next claim that does not wait, or by
-                # check_aggregates.
-                transaction.set_rollback(True)
-                passed.append(head)
-                continue
-        return _slot_take(PAIR.of(pair)), IMAGE.of(pair.image)
+    if lock is Lock.WAIT:
+        return _claim_waiting(rater_id, start, avoid_image)
+    if lock is Lock.NONE:
+        return _first_open(rater_id, start, avoid_image, locking=False)
+    for _ in range(STALE_PASSES):  # a stale stored rank is corrected and the claim looks again
+        claimed = _first_open(rater_id, start, avoid_image, locking=True)
+        if claimed is None:
+            return None
+        pair = claimed[0]
+        pair_rank_refresh(pair)
+        if pair.assign_rank is not None:
+            return _slot_take(pair), claimed[1]
+        CaptionPair.objects.filter(pk=pair.id).update(assign_rank=None)
     return None
 
 
-def first_in_order(rater, start: int, avoid_image: int | None, passed: list[int] = ()) -> int | None:
-    """The id of the first pair of the rater's order from ``start``, locks ignored (the waiting
-    claim's head, and the rating page's guess of the next image)."""
-    for avoiding in ((avoid_image,) if avoid_image else ()) + (None,):
-        for rank, low, limit in _probes(start):
-            window = CaptionPair.objects.filter(
-                pool=Pool.GAME, assign_rank=rank, order_key__gte=low, order_key__lt=limit
-            )
-            if avoiding is not None:
-                window = window.exclude(image_id=avoiding)
-            window = window.order_by("order_key").values("pk")[:PROBE_WINDOW]
-            probe = serving_order(rater).filter(assign_rank=rank, pk__in=window).exclude(pk__in=passed)
-            head = probe.order_by("order_key").values_list("pk", flat=True).first()
-            if head is not None:
-                return head
+def _claim_waiting(rater_id: int, start: int, avoid_image: int | None) -> tuple[PairRow, ImageRow] | None:
+    """The first open pair of the order, waited for: found without a lock, then locked by its key
+    in a savepoint. A pair that filled up meanwhile (PostgreSQL reads the row's latest version
+    once it has the lock) is no longer open, and the next look does not find it; one whose stored
+    rank was stale is passed over by the looks after."""
+    stale: list[int] = []
+    while (head := _first_open(rater_id, start, avoid_image, locking=False, passed=stale)) is not None:
+        with transaction.atomic():
+            row = pair_lock_waiting().fetchone(head[0].id)
+            pair = None if row is None else PAIR.read(row[: PAIR.width])
+            if pair is not None:
+                pair_rank_refresh(pair)
+                if pair.assign_rank is not None:
+                    return _slot_take(pair), IMAGE.read(row[PAIR.width :])
+                stale.append(pair.id)
+            # The lock is kept to the end of the transaction unless the savepoint is rolled back:
+            # give it back before waiting for the next pair, or two raters waiting for each
+            # other's pairs would deadlock. The next claim that skips locks corrects a stale rank.
+            transaction.set_rollback(True)
+        if len(stale) >= STALE_PASSES:
+            return None
     return None
 
 
@@ -189,48 +197,85 @@ def _slot_take(pair):
     return pair
 
 
-def claim_statement_and_params(rater_id: int, start: int, avoid_image: int | None) -> tuple[str, dict]:
-    """The claim's SQL and its parameters for this rater and serve (named: each is sent once,
-    however many probes use it)."""
-    if avoid_image is None:
-        return claim().sql, {"start": start, "rater": rater_id}
-    return claim_avoiding().sql, {"start": start, "rater": rater_id, "avoid_image": avoid_image}
+def claim_statements(
+    rater_id: int, start: int, avoid_image: int | None, *, locking: bool = True, passed: list[int] = ()
+) -> Iterator[tuple[str, dict]]:
+    """The claim's statements for this rater and serve with their parameters (named: each is sent
+    once, however many probes use it), in the order to run them until one returns a row: the
+    windows of each rank, then (only when every window missed) each rank read on from there.
+    Without ``locking`` the statements lock nothing and pass over the pairs ``passed``."""
+    params = {"start": start, "rater": rater_id}
+    if avoid_image is not None:
+        params["avoid_image"] = avoid_image
+    if not locking:
+        ids = list(passed)[:STALE_PASSES]
+        params |= {f"passed{index}": value for index, value in enumerate(ids + [0] * (STALE_PASSES - len(ids)))}
+    for windowed in (True, False):
+        yield CLAIMS[avoid_image is not None, locking, windowed]().sql, params
 
 
-def _claim_one(rater_id: int, start: int, avoid_image: int | None) -> tuple[PairRow, ImageRow] | None:
-    """The first free pair of the rater's order, row-locked, with its image: one statement."""
-    sql, params = claim_statement_and_params(rater_id, start, avoid_image)
-    row = fetch_one(connections[DEFAULT_DB_ALIAS], sql, params)
-    if row is None:
-        return None
-    return PAIR.read(row[: PAIR.width]), IMAGE.read(row[PAIR.width :])
+def _first_open(
+    rater_id: int, start: int, avoid_image: int | None, *, locking: bool, passed: list[int] = ()
+) -> tuple[PairRow, ImageRow] | None:
+    """The first open pair of the rater's order with its image, row-locked with ``locking``."""
+    db = connections[DEFAULT_DB_ALIAS]
+    for sql, params in claim_statements(rater_id, start, avoid_image, locking=locking, passed=passed):
+        row = fetch_one(db, sql, params)
+        if row is not None:
+            return PAIR.read(row[: PAIR.width]), IMAGE.read(row[PAIR.width :])
+    return None
 
 
-def _claim_statement(vendor: str, avoiding: bool) -> Statement:
-    """The claim's SQL: one probe per rank and key range, in serving order (``_probes``), each
-    reading one entry of the partial index ``pair_serving_order_idx``, locking what it finds
-    (SKIP LOCKED); the database stops at the first probe that returns a row. With ``avoiding``,
-    the probes first look past one image, then again at every image."""
-    lock = " FOR NO KEY UPDATE OF q SKIP LOCKED" if vendor == "postgresql" else ""
+def _claim_statement(vendor: str, *, avoiding: bool, locking: bool, windowed: bool) -> Statement:
+    """The claim's SQL: one probe per rank and key range, in serving order (``_probes``); the
+    database stops at the first probe that returns a row. With ``avoiding``, the probes first look
+    past one image, then again at every image.
+
+    ``windowed``: each probe reads at most ``PROBE_WINDOW`` entries of the partial index
+    ``pair_serving_order_idx`` from its key on, and takes the first the rater has not seen. Else
+    each probe reads on until it finds one: as many entries as the rater has seen of that range
+    (and others hold locked), plus one. That runs only when every window missed, so that a rater is
+    told "none left" only when nothing is open to them. ``locking``: what a probe finds is locked,
+    and locked pairs are passed over (SKIP LOCKED); else nothing is locked, and the pairs whose ids
+    are the parameters ``passed0`` .. are passed over.
+    """
+    postgres = vendor == "postgresql"
+    lock = " FOR NO KEY UPDATE OF q SKIP LOCKED" if locking and postgres else ""
     pool, rank, key, image = (column(CaptionPair, name) for name in ("pool", "assign_rank", "order_key", "image"))
     seen_rater, seen_pair, seen_stage = (column(Assignment, name) for name in ("rater", "pair", "stage"))
+    open_to_rater = (
+        f"NOT EXISTS (SELECT 1 FROM {table(Assignment)} s WHERE s.{seen_rater} = %(rater)s "  # noqa: S608 - names from the models
+        f"AND s.{seen_pair} = q.\"id\" AND s.{seen_stage} = '{Pool.GAME.value}'{SEEN_FENCE})"
+    )
+    if not locking:
+        passed = ", ".join(f"%(passed{index})s" for index in range(STALE_PASSES))
+        open_to_rater += f' AND q."id" NOT IN ({passed})'
 
     def probe(index: int, rank_value: int, low: str, limit: str, avoid: bool) -> str:
-        not_image = f" AND w.{image} <> %(avoid_image)s" if avoid else ""
+        if not windowed:
+            # The rank's entries in order from the probe's key, each asked whether the rater has
+            # seen it, until one is not. PostgreSQL checks the WHERE again on the latest version
+            # of a row it locks: a pair that took its last rater meanwhile is passed over.
+            return (
+                f'SELECT * FROM (SELECT q."id" FROM {table(CaptionPair)} q '  # noqa: S608 - names from the models
+                f"WHERE q.{pool} = '{Pool.GAME.value}' AND q.{rank} = {rank_value} "
+                f"AND q.{key} >= {low} AND q.{key} < {limit}"
+                f"{f' AND q.{image} <> %(avoid_image)s' if avoid else ''} AND {open_to_rater} "
+                f"ORDER BY q.{key} LIMIT 1{lock}) AS b{index}"
+            )
         return (
             # The window: the first PROBE_WINDOW entries of the rank from the probe's key on.
             f'SELECT * FROM (SELECT q."id" FROM (SELECT w."id", w.{key} '  # noqa: S608 - names from the models
             f"FROM {table(CaptionPair)} w WHERE w.{pool} = '{Pool.GAME.value}' AND w.{rank} = {rank_value} "
-            f"AND w.{key} >= {low} AND w.{key} < {limit}{not_image} "
+            f"AND w.{key} >= {low} AND w.{key} < {limit}"
+            f"{f' AND w.{image} <> %(avoid_image)s' if avoid else ''} "
             f"ORDER BY w.{key} LIMIT {PROBE_WINDOW}) AS win "
             # Then each pair of the window in order, its row read again by its key: the lock's
             # recheck sees the latest version, and a pair that has taken its last rater meanwhile
             # is passed over. (Not "the same rank": the planner may then read the rank's entries
             # again for each pair of the window.)
             f'JOIN {table(CaptionPair)} q ON q."id" = win."id" '
-            f"WHERE q.{rank} IS NOT NULL "
-            f"AND NOT EXISTS (SELECT 1 FROM {table(Assignment)} s WHERE s.{seen_rater} = %(rater)s "
-            f"AND s.{seen_pair} = q.\"id\" AND s.{seen_stage} = '{Pool.GAME.value}'{SEEN_FENCE}) "
+            f"WHERE q.{rank} IS NOT NULL AND {open_to_rater} "
             f"ORDER BY win.{key} LIMIT 1{lock}) AS b{index}"
         )
 
@@ -245,7 +290,7 @@ def _claim_statement(vendor: str, avoiding: bool) -> Statement:
     # The outer read locks the row again (it holds the lock already): in READ COMMITTED that makes
     # it return the row's latest version, as the probe saw it, not the statement's snapshot, which
     # a rating committed meanwhile may have overtaken (its counters would then be stale).
-    relock = " FOR NO KEY UPDATE OF p" if vendor == "postgresql" else ""
+    relock = " FOR NO KEY UPDATE OF p" if locking and postgres else ""
     sql = (
         f"SELECT {PAIR.select('p')}, {IMAGE.select('i')} "  # noqa: S608 - names from the models
         f'FROM {table(CaptionPair)} p JOIN {table(Image)} i ON i."id" = p.{image} '
@@ -259,29 +304,28 @@ def _claim_statement(vendor: str, avoiding: bool) -> Statement:
     return Statement(sql, names)
 
 
-@statement
-def claim(vendor: str) -> Statement:
-    return _claim_statement(vendor, avoiding=False)
+def _claim_builder(avoiding: bool, locking: bool, windowed: bool) -> Callable[[], Statement]:
+    def build(vendor: str) -> Statement:
+        return _claim_statement(vendor, avoiding=avoiding, locking=locking, windowed=windowed)
+
+    build.__name__ = "claim" + "_avoiding" * avoiding + "_unlocked" * (not locking) + "_read_on" * (not windowed)
+    return statement(build)
+
+
+# Every claim statement, by (avoiding an image, locking, windowed).
+CLAIMS = {flags: _claim_builder(*flags) for flags in itertools.product((False, True), repeat=3)}
 
 
 @statement
-def claim_avoiding(vendor: str) -> Statement:
-    return _claim_statement(vendor, avoiding=True)
-
-
-def claim_query(*, rater: AbstractBaseUser, skip_locked: bool = True) -> QuerySet:
-    """Open game pairs this rater was never served, row-locked (the waiting claim's lock)."""
-    return (
-        serving_order(rater)
-        .select_related("image")
-        .select_for_update(skip_locked=skip_locked, of=("self",), no_key=True)
+def pair_lock_waiting(vendor: str) -> Statement:
+    """An open game pair and its image by the pair's id, locked: waits for a rater who holds it."""
+    image, rank = column(CaptionPair, "image"), column(CaptionPair, "assign_rank")
+    sql = (
+        f"SELECT {PAIR.select('p')}, {IMAGE.select('i')} "  # noqa: S608 - names from the models
+        f'FROM {table(CaptionPair)} p JOIN {table(Image)} i ON i."id" = p.{image} '
+        f'WHERE p."id" = %s AND p.{rank} IS NOT NULL{row_lock(vendor, "p")}'
     )
-
-
-def serving_order(rater: AbstractBaseUser) -> QuerySet:
-    """Open game pairs this rater was never served (no lock, no order)."""
-    seen = Assignment.objects.filter(rater=rater, pair=OuterRef("pk"), stage=Pool.GAME)
-    return CaptionPair.objects.filter(pool=Pool.GAME, assign_rank__isnull=False).filter(~_SeenPerPair(seen))
+    return Statement(sql, {CaptionPair: (*PAIR.names, "image", "assign_rank"), Image: IMAGE.names})
 
 
 # "Has the rater seen this pair?" asked of the (rater, pair) index for each candidate pair, never as
@@ -292,10 +336,6 @@ def serving_order(rater: AbstractBaseUser) -> QuerySet:
 # turn it into a join (simplify_EXISTS_query); SQLite runs it per row either way, and wants the
 # OFFSET after a LIMIT.
 SEEN_FENCE = " LIMIT 1 OFFSET 0"
-
-
-class _SeenPerPair(Exists):
-    template = "EXISTS(%(subquery)s OFFSET 0)"  # after the LIMIT 1 Django gives every EXISTS
 
 
 def assignments_release_expired(*, now: datetime, limit: int = 20) -> int:

@@ -25,7 +25,7 @@ from annotators.journey import ControlResult, Transition, Window
 from annotators.models import RaterProfile
 from ratinggame.game import sql
 from ratinggame.game.aggregates import in_force, pair_rating_add
-from ratinggame.game.assignment import game_pair_claim, order_start, pair_rank_refresh
+from ratinggame.game.assignment import Lock, game_pair_claim, order_start, pair_rank_refresh
 from ratinggame.game.controls import control_pick, control_results
 from ratinggame.game.results import (
     Feedback,
@@ -109,7 +109,8 @@ def serve_new(
         found, stage = control_pick(rater_id=profile.user_id, seed=profile.order_seed, avoid_image=avoid_image), CONTROL
     if found is None:
         start = order_start(profile.order_seed, serve_number)
-        found, stage = game_pair_claim(rater_id=profile.user_id, start=start, avoid_image=avoid_image, wait=wait), GAME
+        lock = Lock.WAIT if wait else Lock.SKIP
+        found, stage = game_pair_claim(rater_id=profile.user_id, start=start, avoid_image=avoid_image, lock=lock), GAME
         if found is None:
             return None
         batch.add(sql.PAIR_SLOT_TAKEN, found[0].in_flight, found[0].assign_rank, found[0].id)

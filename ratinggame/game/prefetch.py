@@ -11,7 +11,7 @@ reaches the page.
 from django.contrib.auth.base_user import AbstractBaseUser
 
 from annotators import journey, progress
-from ratinggame.game.assignment import first_in_order, order_start
+from ratinggame.game.assignment import Lock, game_pair_claim, order_start
 from ratinggame.game.controls import control_pick
 from ratinggame.game.rating import Served
 from ratinggame.models import CaptionPair, Image, Pool
@@ -41,4 +41,6 @@ def _next_pair_id(rater: AbstractBaseUser, served: Served) -> int | None:
         control = control_pick(rater_id=rater.pk, seed=profile.order_seed, avoid_image=image)
         if control is not None:
             return control[0].id
-    return first_in_order(rater.pk, order_start(profile.order_seed, serve), image)
+    start = order_start(profile.order_seed, serve)
+    found = game_pair_claim(rater_id=rater.pk, start=start, avoid_image=image, lock=Lock.NONE)
+    return None if found is None else found[0].id

@@ -292,7 +292,7 @@ def statement(builder: Callable[[str], Statement]) -> Callable[[], Statement]:
     return current
 
 
-def _lock(vendor: str, of: str) -> str:
+def row_lock(vendor: str, of: str) -> str:
     """Every row lock of the project is FOR NO KEY UPDATE (``select_for_update(no_key=True)`` in
     the ORM): it excludes every other writer of the row, but not the FOR KEY SHARE lock that a
     foreign key's check takes at another transaction's commit. With FOR UPDATE, a rater whose
@@ -329,7 +329,7 @@ def rater_by_token(vendor: str) -> Statement:
         f"SELECT {_user_columns('u')}, {_group_names(vendor, 'u')}, {PROFILE.select('p')}, {_participant('p')} "  # noqa: S608
         f'FROM {table(Token)} t JOIN {table(user_model)} u ON u."id" = t.{column(Token, "user")} '
         f'JOIN {table(RaterProfile)} p ON p.{column(RaterProfile, "user")} = u."id" '
-        f"WHERE t.{column(Token, 'key')} = %s{_lock(vendor, 'p')}"
+        f"WHERE t.{column(Token, 'key')} = %s{row_lock(vendor, 'p')}"
     )
     names = {
         Token: ("user", "key"),
@@ -352,7 +352,7 @@ def rater_by_session(vendor: str) -> Statement:
         f'JOIN {table(user_model)} u ON u."id" = s.{column(Session, "user")} '
         f'JOIN {table(RaterProfile)} p ON p.{column(RaterProfile, "user")} = u."id" '
         f"WHERE s.{column(Session, 'session_key')} = %s AND s.{column(Session, 'expire_date')} > %s"
-        f"{_lock(vendor, 'p')}"
+        f"{row_lock(vendor, 'p')}"
     )
     names = {
         Session: ("session_data", "user", "session_key", "expire_date"),
@@ -370,7 +370,7 @@ def profile_locked(vendor: str) -> Statement:
         f"SELECT {PROFILE.select('p')}, {_participant('p')} FROM {table(RaterProfile)} p "  # noqa: S608
         f"WHERE p.{column(RaterProfile, 'user')} = %s"
     )
-    return Statement(sql + _lock(vendor, "p"), {RaterProfile: PROFILE.names, Participation: ("profile",)})
+    return Statement(sql + row_lock(vendor, "p"), {RaterProfile: PROFILE.names, Participation: ("profile",)})
 
 
 def _participant(alias: str) -> str:
@@ -394,7 +394,7 @@ def _assignment_with_pair(vendor: str, lock: bool) -> Statement:
         f"SELECT {ASSIGNMENT.select('a')}, {PAIR.select('q')}, {RATING.select('r')} "  # noqa: S608
         f'FROM {table(Assignment)} a JOIN {table(CaptionPair)} q ON q."id" = a.{column(Assignment, "pair")} '
         f'LEFT JOIN {table(Rating)} r ON r.{column(Rating, "assignment")} = a."id" '
-        f'WHERE a."id" = %s' + (_lock(vendor, "q") if lock else "")
+        f'WHERE a."id" = %s' + (row_lock(vendor, "q") if lock else "")
     )
     names = {Assignment: (*ASSIGNMENT.names, "pair"), CaptionPair: PAIR.names, Rating: (*RATING.names, "assignment")}
     return Statement(sql, names)

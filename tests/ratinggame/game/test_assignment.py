@@ -168,13 +168,13 @@ def test_the_claim_reads_the_serving_order_index_once_per_probe_on_postgresql(re
     statement at all (on a few rows the planner would rightly prefer a scan). The probes after
     the first one that finds a pair are never run, and only what is found is locked.
     """
-    from ratinggame.game.assignment import claim_statement_and_params, order_start
+    from ratinggame.game.assignment import claim_statements, order_start
 
     pairs = game_pairs(3)
     user = rater(RaterState.GAME)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")
-        sql, params = claim_statement_and_params(user.pk, order_start(user.rater.order_seed, 0), None)
+        sql, params = next(claim_statements(user.pk, order_start(user.rater.order_seed, 0), None))
         cursor.execute("EXPLAIN (ANALYZE, FORMAT TEXT) " + sql, params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
         transaction.set_rollback(True)
@@ -207,9 +207,10 @@ def test_the_pairs_a_rater_has_seen_are_looked_up_by_pair_whatever_the_statistic
     behind or off), PostgreSQL read all of the rater's assignments for every candidate pair, a
     claim grew with the rater's ratings, and a claim of a rater with 1,000 ratings took 200 ms. The
     check is now a subplan run per candidate (``OFFSET 0`` keeps it one), both in the claim's
-    statement and in the serving order of the waiting claim and the next image's guess.
+    statement read on past the windows, and without a lock (the waiting claim, the next image's
+    guess).
     """
-    from ratinggame.game.assignment import claim_statement_and_params, order_start, serving_order
+    from ratinggame.game.assignment import claim_statements, order_start
 
     game_pairs(30)
     user = rater(RaterState.GAME)
@@ -219,9 +220,9 @@ def test_the_pairs_a_rater_has_seen_are_looked_up_by_pair_whatever_the_statistic
         for _ in range(20):  # then the rater rates
             rate_next(user, 3, clock)
         cursor.execute("SET LOCAL enable_seqscan = off")  # as on a table of many pages
-        sql, params = claim_statement_and_params(user.pk, order_start(user.rater.order_seed, 20), None)
-        probe_sql, probe_params = serving_order(user).values("pk").query.sql_with_params()
-        for statement, values in ((sql, params), (probe_sql, probe_params)):
+        start = order_start(user.rater.order_seed, 20)
+        statements = [*claim_statements(user.pk, start, None), *claim_statements(user.pk, start, 1, locking=False)]
+        for statement, values in statements:
             cursor.execute("EXPLAIN (FORMAT JSON) " + statement, values)
             scans = _assignment_scans(cursor.fetchone()[0][0]["Plan"])
             assert scans, statement
@@ -235,9 +236,9 @@ def test_a_claim_reads_a_window_of_each_rank_however_many_of_its_pairs_the_rater
     reads at most ``PROBE_WINDOW`` entries of the serving index, and the claim goes on to a fresh
     pair. Without the window a probe read every started pair the rater had rated: a claim grew
     with the rater's ratings (2.6 ms at 1,000, 6.4 ms at 2,000).
-    The next image's guess (``first_in_order``) reads the same window and finds the same pair.
+    The next image's guess (the claim without a lock) reads the same window and finds the same pair.
     """
-    from ratinggame.game.assignment import PROBE_WINDOW, claim_statement_and_params, first_in_order, order_start
+    from ratinggame.game.assignment import PROBE_WINDOW, Lock, claim_statements, order_start
 
     user = rater(RaterState.GAME)
     seen = game_pairs(4 * PROBE_WINDOW)  # more than the two probes of a rank (from the start, the wrap) read
@@ -248,7 +249,7 @@ def test_a_claim_reads_a_window_of_each_rank_however_many_of_its_pairs_the_rater
     start = order_start(user.rater.order_seed, len(seen))
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")  # as on a table of many pages
-        sql, params = claim_statement_and_params(user.pk, start, None)
+        sql, params = next(claim_statements(user.pk, start, None))
         cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
         plan = cursor.fetchone()[0][0]["Plan"]
         transaction.set_rollback(True)
@@ -262,4 +263,4 @@ def test_a_claim_reads_a_window_of_each_rank_however_many_of_its_pairs_the_rater
         claimed = game_pair_claim(rater_id=user.pk, start=start)
         transaction.set_rollback(True)
     assert claimed[0].id in {pair.pk for pair in fresh}
-    assert first_in_order(user.pk, start, None) == claimed[0].id
+    assert game_pair_claim(rater_id=user.pk, start=start, lock=Lock.NONE)[0].id == claimed[0].id

@@ -290,7 +290,7 @@ def test_raters_waiting_for_locked_pairs_never_deadlock():
 def test_a_waiting_claim_holds_no_lock_of_a_pair_whose_stored_rank_was_stale():
     from django.db import OperationalError, transaction
 
-    from ratinggame.game.assignment import game_pair_claim
+    from ratinggame.game.assignment import Lock, game_pair_claim
 
     stale, good = game_pairs(2)
     # The stored rank says "fresh", the counters say full: a rank that drifted. It comes first in
@@ -309,7 +309,7 @@ def test_a_waiting_claim_holds_no_lock_of_a_pair_whose_stored_rank_was_stale():
                 return "locked"
 
     with transaction.atomic():
-        assert game_pair_claim(rater_id=user.pk, start=0, wait=True)[0].id == good.pk
+        assert game_pair_claim(rater_id=user.pk, start=0, lock=Lock.WAIT)[0].id == good.pk
         # While this transaction holds its claim, the stale pair it passed over is free.
         assert run_at_once(lock_stale_pair, 1) == [True]
 

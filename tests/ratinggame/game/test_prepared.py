@@ -19,7 +19,7 @@ from rest_framework.authtoken.models import Token
 from annotators.models import RaterState
 from ratinggame.game import cursor as game_cursor
 from ratinggame.game import sql
-from ratinggame.game.assignment import claim_avoiding, claim_statement_and_params
+from ratinggame.game.assignment import CLAIMS, claim_statements
 from ratinggame.game.prepared import GENERIC_PLANS, is_preparation, prepared_form
 from ratinggame.models import Rating
 from tests.ratinggame.api_helpers import token_client
@@ -58,7 +58,7 @@ def test_a_named_parameter_is_numbered_once_however_often_the_statement_uses_it(
 def test_the_claim_sends_each_of_its_values_once():
     """The claim's sixteen probes (past the last image, then at every image) share the rater, the
     start point and the image: three parameters, where one per probe and value were 72."""
-    sql_text, params = claim_statement_and_params(7, 12345, 99)
+    sql_text, params = next(claim_statements(7, 12345, 99))
     assert params == {"start": 12345, "rater": 7, "avoid_image": 99}
     prepare = prepared_form(sql_text, None)[1]
     assert {"$1", "$2", "$3"} <= set(prepare.replace("(", " ").replace(")", " ").split()) and "$4" not in prepare
@@ -109,7 +109,7 @@ def test_a_connection_prepares_each_statement_of_the_rating_once_and_then_runs_a
     assert len(names) == 4
     assert {plans[name] for name in names} == {(11, 0)}, plans
     # Among them the claim past the previous serve's image, the costliest to plan.
-    assert prepared_form(claim_avoiding().sql, None)[0] in names
+    assert prepared_form(CLAIMS[True, True, True]().sql, None)[0] in names
 
 
 @postgresql_only
