@@ -307,10 +307,30 @@ def counted_ratings(prefix: str = "") -> Q:
     return Q(**{f"{prefix}stage": Pool.GAME, f"{prefix}excluded": False})
 
 
+# ``counted_control_ratings(since=SINCE_GAME_ENTRY)``: each rating's rater's own last entry to the game.
+SINCE_GAME_ENTRY = "rater__rater__game_entered_at"
+
+
+def counted_control_ratings(since: "datetime | str | None" = None) -> Q:
+    """The one definition of the control ratings that count (SPEC 2.5): not excluded. With
+    ``since``, those submitted since then: the drift rule reads a rater's since they last entered
+    the game (a time, or ``SINCE_GAME_ENTRY`` for every rater's own; all of a rater who has none).
+    The game reads them in SQL (``ratinggame.game.sql.latest_control_ratings``), which a test holds
+    equal to this."""
+    counted = Q(stage=Pool.CONTROL, excluded=False)
+    if since == SINCE_GAME_ENTRY:
+        return counted & (Q(**{f"{since}__isnull": True}) | Q(submitted_at__gte=models.F(since)))
+    return counted if since is None else counted & Q(submitted_at__gte=since)
+
+
 class RatingQuerySet(models.QuerySet):
     def counted(self) -> "RatingQuerySet":
         """Ratings that count (``counted_ratings``)."""
         return self.filter(counted_ratings())
+
+    def counted_controls(self, since: "datetime | str | None" = None) -> "RatingQuerySet":
+        """Control ratings that count (``counted_control_ratings``)."""
+        return self.filter(counted_control_ratings(since))
 
 
 class Rating(models.Model):

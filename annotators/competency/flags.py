@@ -31,14 +31,32 @@ from datetime import timedelta
 import numpy as np
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, DurationField, Expression, ExpressionWrapper, F, FloatField, Func, Sum
+from django.db.models import (
+    BooleanField,
+    Count,
+    DurationField,
+    Expression,
+    ExpressionWrapper,
+    F,
+    FloatField,
+    Func,
+    Sum,
+)
 
 from annotators import journey
 from annotators.competency.flag_rules import flags_for
 from annotators.competency.rater_stats import group_stats, leave_one_out_consensus, rolling_share
 from annotators.journey import ControlResult
 from annotators.models import Dispute, DisputeStatus, ProbationRound, RaterProfile
-from ratinggame.models import GAME_STAGES, Assignment, CaptionPair, Pool, Rating
+from ratinggame.models import (
+    GAME_STAGES,
+    SINCE_GAME_ENTRY,
+    Assignment,
+    CaptionPair,
+    Pool,
+    Rating,
+    counted_control_ratings,
+)
 
 
 @dataclass
@@ -200,19 +218,18 @@ def control_agreements(profiles: list[RaterProfile]) -> dict[int, tuple[int, flo
 
     The drift rule's view is ``annotators.journey.drift_mean`` over the counted control ratings
     since the rater last entered the game (fewer than its window: the mean of those there are)."""
-    entered = {p.user_id: p.game_entered_at for p in profiles}
     rows = (
-        Rating.objects.filter(stage=Pool.CONTROL, rater_id__in=entered)
+        Rating.objects.filter(stage=Pool.CONTROL, rater_id__in=[p.user_id for p in profiles])
+        .annotate(counts=ExpressionWrapper(counted_control_ratings(SINCE_GAME_ENTRY), output_field=BooleanField()))
         .order_by("rater_id", "submitted_at", "id")
-        .values_list("rater_id", "submitted_at", "value", "reference", "excluded")
+        .values_list("rater_id", "submitted_at", "value", "reference", "counts")
     )
     every: dict[int, list[int]] = {}
     recent: dict[int, list[ControlResult]] = {}
-    for user_id, submitted_at, value, reference, excluded in rows:
+    for user_id, submitted_at, value, reference, counts in rows:
         agreement = journey.control_agreement(value, reference)
         every.setdefault(user_id, []).append(agreement)
-        since = entered[user_id]
-        if not excluded and (since is None or submitted_at >= since):
+        if counts:
             recent.setdefault(user_id, []).append(ControlResult(submitted_at, agreement))
     result = {}
     for user_id, scores in every.items():

@@ -171,7 +171,7 @@ def _valid_rating_rows(report: Progress) -> list[tuple]:
 def _control_rating_rows() -> list[tuple]:
     """The counted ratings of control pairs, oldest first, with what each is checked against."""
     fields = ("pair_id", "pair__image__file", "pair__caption", "pair__expert_rating", "rater_id", "value")
-    query = Rating.objects.filter(stage=Pool.CONTROL, excluded=False, pair__expert_rating__isnull=False)
+    query = Rating.objects.counted_controls().filter(pair__expert_rating__isnull=False)
     return list(query.order_by("submitted_at", "id").values_list(*fields, "served_at", "submitted_at"))
 
 
