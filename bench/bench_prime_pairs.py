@@ -125,9 +125,9 @@ class FreeScorer:
     identity = "bench: a constant score"
 
     def __init__(self) -> None:
-        from scoring.models import Metric
+        from scoring.priming.clip_metrics import ClipS
 
-        self.metric = Metric.CLIP_S
+        self.metric = ClipS.metric
 
     @classmethod
     def default_knots(cls):
@@ -156,7 +156,7 @@ def database_side(db_pairs: int, images: int, files: int, first_image: int, batc
     PostgreSQL statements of scoring.priming.store, else the portable path."""
     from scoring.models import ModelRating
     from scoring.priming import runner
-    from scoring.priming.registry import PrimingModels
+    from scoring.priming.configuration import PrimingModels
 
     ids = rows_insert(images=images, pairs=db_pairs, files=files, first=first_image)
     original = PrimingModels.scorers, runner.fast_path
@@ -176,7 +176,7 @@ def scorer_alone(ids: list[int]) -> float:
 
     from ratinggame.models import CaptionPair
     from scoring.pictures import StoredImage
-    from scoring.priming.registry import PrimingModels, loaded_models_clear
+    from scoring.priming.configuration import PrimingModels, loaded_models_clear
     from scoring.priming.scorer import PrimingPair
 
     loaded_models_clear()
@@ -210,7 +210,7 @@ def scorer_alone(ids: list[int]) -> float:
 
 def whole_command(ids: list[int]) -> float:
     from scoring.models import ModelRating
-    from scoring.priming.registry import PrimingModels, loaded_models_clear
+    from scoring.priming.configuration import PrimingModels, loaded_models_clear
 
     loaded_models_clear()
     PrimingModels.from_settings().scorers()  # loaded before the clock starts, as on a running worker

@@ -35,6 +35,7 @@ from ratinggame.pairs.validation import (
     clean_expert_rating,
     clean_references,
 )
+from scoring.priming.registry import metric_label
 
 
 def thumbnail(image: Image | None, size: int = 80) -> str:
@@ -216,7 +217,7 @@ class CaptionPairAdmin(admin.ModelAdmin):
         rows = format_html_join(
             "",
             "<tr><td>{}</td><td>{}<br><small>{}</small></td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            ((p.slot, p.get_metric_display(), p.model_identity, *_scores(p), p.explanation) for p in primes),
+            ((p.slot, metric_label(p.metric), p.model_identity, *_scores(p), p.explanation) for p in primes),
         )
         return format_html(
             "<table><thead><tr><th>Slot</th><th>Model</th><th>Raw score</th><th>Rating</th><th>Explanation</th>"

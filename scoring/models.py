@@ -3,22 +3,6 @@
 from django.db import models
 
 from ratinggame.models import TrackedJob
-from scoring.priming.registry import SCORERS
-
-# What a model prime measures (SPEC section 4): the metric of each scorer of the priming registry,
-# in its order (``Metric.CLIP_S`` is ``"clip_s"``), and the demo's, which is not a model: the
-# demo's game pairs are primed from the level each caption was written for. A scorer added to the
-# registry adds its metric here, with a migration of ``ModelRating.metric``'s choices.
-Metric = models.TextChoices(
-    "Metric",
-    [
-        *((scorer.metric.upper(), (scorer.metric, scorer.label)) for scorer in SCORERS),
-        ("DEMO", ("demo", "Demo (the level the caption was written for)")),
-    ],
-)
-
-# Metrics whose primes may carry the model's explanation (ModelRating.explanation).
-EXPLAINED_METRICS = frozenset(Metric(scorer.metric) for scorer in SCORERS if scorer.explains)
 
 
 class Calibration(models.Model):
@@ -53,7 +37,8 @@ class ModelRating(models.Model):
     )
     slot = models.PositiveSmallIntegerField(help_text="1 = first prime (replaced first), 2 = second.")
     model_identity = models.CharField(max_length=300)
-    metric = models.CharField(max_length=20, choices=Metric.choices)
+    # The scorer's identifier (``scoring.priming.registry``, which checks it when a prime is written).
+    metric = models.CharField(max_length=20)
     raw_score = models.FloatField()
     value = models.FloatField(help_text="Calibrated rating on the 1-5 scale.")
     calibration = models.ForeignKey(Calibration, null=True, blank=True, on_delete=models.PROTECT)

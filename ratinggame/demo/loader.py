@@ -29,10 +29,11 @@ from ratinggame.models import CaptionPair, Pool, PrimingStatus
 from ratinggame.pairs.images import check_image_bytes
 from ratinggame.pairs.services import image_store, pair_create, pairs_created
 from ratinggame.pairs.validation import check_expert_fields, clean_caption, clean_references, clean_source
-from scoring.models import Metric, ModelRating
+from scoring.models import ModelRating
+from scoring.priming.registry import DEMO_METRIC, metric_checked
 
 DEMO_PRIME_IDENTITY = "demo: the level the caption was written for (demo content, not a model)"
-DEMO_PRIME_METRIC = Metric.DEMO
+DEMO_PRIME_METRIC = DEMO_METRIC
 DEMO_PRIME_SPREAD = 0.25
 
 DEMO_ACCOUNTS = (
@@ -121,7 +122,7 @@ def demo_primes_store(*, pair: CaptionPair, level: int) -> None:
             pair=pair,
             slot=slot,
             model_identity=DEMO_PRIME_IDENTITY,
-            metric=DEMO_PRIME_METRIC,
+            metric=metric_checked(DEMO_PRIME_METRIC),
             raw_score=(value - 1.0) / 4.0,
             value=value,
         )

@@ -23,7 +23,8 @@ from annotators.journey import control_agreement
 from annotators.models import ProbationRound, RaterProfile
 from ratinggame.models import CaptionPair, Pool, Rating
 from scoring.export.formats import iso_utc
-from scoring.models import EXPLAINED_METRICS, ModelRating
+from scoring.models import ModelRating
+from scoring.priming.registry import EXPLAINED_METRICS
 
 Progress = Callable[[float, str], None]
 _CHUNK = 5000

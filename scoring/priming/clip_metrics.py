@@ -16,7 +16,7 @@ from scoring.priming.scorer import Knots, PrimingPair, RawScore
 
 if TYPE_CHECKING:
     from scoring.priming.clip_scorer import ClipScorer, PairScore
-    from scoring.priming.registry import PrimingModels
+    from scoring.priming.configuration import PrimingModels
 
 
 def clip_identity(clip: ClipScorer) -> str:

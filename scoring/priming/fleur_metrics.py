@@ -17,8 +17,8 @@ from scoring.priming.calibration import unit_knots
 from scoring.priming.scorer import Knots, PrimingPair, RawScore
 
 if TYPE_CHECKING:
+    from scoring.priming.configuration import PrimingModels
     from scoring.priming.fleur_scorer import FleurScorer
-    from scoring.priming.registry import PrimingModels
 
 
 class _FleurFamily:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from scoring.models import PredictorRun
     from scoring.priming.clip_scorer import ClipScorer
-    from scoring.priming.registry import PrimingModels
+    from scoring.priming.configuration import PrimingModels
 
 HIDDEN = (1024, 64)
 _LOADED: dict[str, Any] = {}

@@ -32,8 +32,8 @@ from scoring.pictures import image_loader
 from scoring.priming.calibration import apply_knots, choose_knots
 from scoring.priming.clip_metrics import clip_identity
 from scoring.priming.clipscore import clip_s
+from scoring.priming.configuration import PrimingModels
 from scoring.priming.model_vicr import HIDDEN, build_mlp, features_from_embeddings, predict
-from scoring.priming.registry import PrimingModels
 from scoring.priming.scorer import ScorerLoadError
 from scoring.splits import TEST, TRAIN, VAL, split_for_image
 

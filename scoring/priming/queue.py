@@ -16,7 +16,7 @@ PRIME_TASK = "scoring.tasks.prime_pairs"
 
 def waiting_note(reason: NotQueued) -> str:
     """The note of pairs that no worker got: why, and how they get primed."""
-    from scoring.priming.registry import PrimingModels
+    from scoring.priming.configuration import PrimingModels
     from scoring.priming.runner import NO_MODEL_NOTE
 
     if not PrimingModels.from_settings().configured:

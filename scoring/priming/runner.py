@@ -59,7 +59,8 @@ from scoring.models import ModelRating
 from scoring.pictures import stored_image
 from scoring.priming import calibration
 from scoring.priming.calibration_service import current_calibration
-from scoring.priming.registry import PrimingModels
+from scoring.priming.configuration import PrimingModels
+from scoring.priming.registry import metric_checked
 from scoring.priming.scorer import PrimingPair, RawScore, Scorer, ScorerLoadError
 from scoring.priming.store import RATING_FIELDS, batch_store, claim_rows, primes_by_pair, primes_json
 
@@ -420,7 +421,7 @@ def _rating_columns(calibrations: _Calibrations, slots: dict[int, list[tuple[Sco
         [pk for pk, pair_slots in slots.items() for _ in pair_slots],
         [slot for pair_slots in slots.values() for slot in range(1, len(pair_slots) + 1)],
         [scorer.identity for scorer in scorers],
-        [scorer.metric for scorer in scorers],
+        [metric_checked(scorer.metric) for scorer in scorers],
         raw,
         calibrations.apply(list(zip(scorers, raw, strict=True))),
         [score.explanation for _, score in chosen],

@@ -1,9 +1,9 @@
 """What a priming scorer is (SPEC section 4): the protocol every entry of the registry follows.
 
 A scorer turns (image, caption[, references]) pairs into raw scores of one metric: ``metric``
-is its stored value and ``label`` its name for people (``scoring.models.Metric`` is built from
-them), ``explains`` whether its primes may carry the model's explanation. Its
-``identity`` names the weights (stored on each prime and keying the calibration that maps
+is the identifier a stored prime names it by and ``label`` its name for people (both listed
+by ``scoring.priming.registry``), ``explains`` whether its primes may carry the model's
+explanation. Its ``identity`` names the weights (stored on each prime and keying the calibration that maps
 raw scores to the 1-5 scale); ``default_knots`` is that calibration until enough human
 ratings exist (``refit``: whether it is then fitted to them at all). ``build`` returns the
 scorer when the worker's configuration provides it, None otherwise. No Django import, no
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 if TYPE_CHECKING:
     from PIL import Image
 
-    from scoring.priming.registry import PrimingModels
+    from scoring.priming.configuration import PrimingModels
 
 Knots = tuple[list[float], list[float]]
 

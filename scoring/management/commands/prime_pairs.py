@@ -22,7 +22,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from ratinggame.models import CaptionPair
-from scoring.priming.registry import PrimingModels
+from scoring.priming.configuration import PrimingModels
 from scoring.priming.runner import CLAIM_BATCHES, claimable, run_priming
 from scoring.priming.scorer import ScorerLoadError
 

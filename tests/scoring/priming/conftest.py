@@ -23,7 +23,7 @@ def tiny_dir(tmp_path_factory):
 @pytest.fixture
 def priming(settings, tiny_dir):
     """The tiny model configured as the site's priming model, loaded afresh for the test."""
-    from scoring.priming.registry import loaded_models_clear
+    from scoring.priming.configuration import loaded_models_clear
 
     settings.RATINGGAME = {**settings.RATINGGAME, "PRIMING_MODEL": str(tiny_dir), "PRIMING_PRETRAINED": ""}
     loaded_models_clear()

@@ -81,18 +81,20 @@ def test_refit_stores_a_default_then_an_isotonic_calibration():
 
 @pytest.mark.django_db
 def test_predictor_keeps_its_identity_map_and_demo_primes_are_not_refitted():
-    from scoring.models import Calibration, Metric, ModelRating
+    from scoring.models import Calibration, ModelRating
     from scoring.priming.calibration_service import calibration_key, current_calibration, refit_all
+    from scoring.priming.model_vicr import LearnedPredictor
+    from scoring.priming.registry import DEMO_METRIC
     from tests.factories import CaptionPairFactory
 
     pair = CaptionPairFactory(human_count=3, human_sum=9, human_sumsq=27)
     # The learned predictor is already on the 1-5 scale: its default map is the identity (clip
     # only), and refitting never replaces it by a fit to human ratings.
-    predictor = current_calibration(Metric.PREDICTOR, "run1:tiny")
+    predictor = current_calibration(LearnedPredictor.metric, "run1:tiny")
     assert (predictor.x_knots, predictor.y_knots) == ([1.0, 5.0], [1.0, 5.0])
     # The demo's primes come from the written level, not from a model: there is nothing to refit.
-    ModelRating.objects.create(pair=pair, slot=1, model_identity="demo", metric=Metric.DEMO, raw_score=3, value=3)
+    ModelRating.objects.create(pair=pair, slot=1, model_identity="demo", metric=DEMO_METRIC, raw_score=3, value=3)
     fitted = refit_all()
-    assert [c.model_identity for c in fitted] == [calibration_key(Metric.PREDICTOR, "run1:tiny")]
+    assert [c.model_identity for c in fitted] == [calibration_key(LearnedPredictor.metric, "run1:tiny")]
     assert fitted[0].pk == predictor.pk
-    assert not Calibration.objects.filter(model_identity=calibration_key(Metric.DEMO, "demo")).exists()
+    assert not Calibration.objects.filter(model_identity=calibration_key(DEMO_METRIC, "demo")).exists()

@@ -471,17 +471,17 @@ def test_a_16_bit_image_embeds_like_its_8_bit_version(tiny):
 
 
 def test_the_shared_clip_scores_follow_the_batch_size_and_are_forgotten_with_the_models(monkeypatch):
-    from scoring.priming import clip_metrics, registry
+    from scoring.priming import clip_metrics, configuration
 
     clip = object()  # the loaded open_clip scorer, as PrimingModels.clip returns it
-    monkeypatch.setattr(registry.PrimingModels, "clip", lambda self: clip)
-    registry.loaded_models_clear()
-    small = clip_metrics._shared(registry.PrimingModels(model="m", batch_size=8))
+    monkeypatch.setattr(configuration.PrimingModels, "clip", lambda self: clip)
+    configuration.loaded_models_clear()
+    small = clip_metrics._shared(configuration.PrimingModels(model="m", batch_size=8))
     assert (small.clip, small.batch_size) == (clip, 8)
-    assert clip_metrics._shared(registry.PrimingModels(model="m", batch_size=32)).batch_size == 32
-    assert clip_metrics._shared(registry.PrimingModels(model="m", batch_size=8)) is small
-    registry.loaded_models_clear()  # the model is forgotten: so is what was kept over it
-    assert clip_metrics._shared(registry.PrimingModels(model="m", batch_size=8)) is not small
+    assert clip_metrics._shared(configuration.PrimingModels(model="m", batch_size=32)).batch_size == 32
+    assert clip_metrics._shared(configuration.PrimingModels(model="m", batch_size=8)) is small
+    configuration.loaded_models_clear()  # the model is forgotten: so is what was kept over it
+    assert clip_metrics._shared(configuration.PrimingModels(model="m", batch_size=8)) is not small
 
 
 def test_text_features_reuse_the_captions_score_pairs_just_encoded(tiny):

@@ -20,7 +20,7 @@ from annotators.models import RaterState
 from ratinggame.models import CaptionPair, Pool, PrimingStatus
 from scoring.models import Calibration, ModelRating
 from scoring.priming import runner as prime_runner
-from scoring.priming.registry import PrimingModels, loaded_models_clear
+from scoring.priming.configuration import PrimingModels, loaded_models_clear
 from scoring.tasks import prime_pairs, sweep_pending_priming
 from tests.ratinggame.journey_helpers import Clock, rate_next, rater
 from tests.scoring.priming.priming_helpers import hand_default, make_pairs, prime_counts, primes_of

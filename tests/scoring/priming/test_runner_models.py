@@ -14,7 +14,7 @@ from scoring.models import Calibration, ModelRating
 from scoring.pictures import image_loader
 from scoring.priming import runner as prime_runner
 from scoring.priming.clip_metrics import clip_identity
-from scoring.priming.registry import PrimingModels, loaded_models_clear
+from scoring.priming.configuration import PrimingModels, loaded_models_clear
 from scoring.tasks import prime_pairs
 from tests.scoring.priming.priming_helpers import hand_default, make_pairs, primes_of
 from tests.scoring.priming.tiny_clip import embedded
