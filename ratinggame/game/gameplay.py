@@ -1,4 +1,5 @@
-"""The game stage: serving game and control pairs and taking their ratings, the hot path.
+"""The game stage: serving game and control pairs and scoring their ratings, the hot path (the
+checks every rating passes first, at every stage, are ``ratinggame.game.rating``'s).
 
 The same rules as every stage (``annotators.journey``, Algorithm 1 in ``scoring.consensus``,
 the serving order in ``ratinggame.game.assignment``, the controls in ``ratinggame.game.controls``),
@@ -14,7 +15,6 @@ rater sees says "game", and a control is scored by Algorithm 1 against its exper
 consensus (``prev = [expert, expert]``).
 """
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -33,8 +33,7 @@ from ratinggame.game.results import (
     expired,
     feedback_shown,
     not_found,
-    not_yours,
-    too_early,
+    shown_stage,
 )
 from ratinggame.game.sql import AssignmentRow, ImageRow, PairRow, ProfileRow, Write
 from ratinggame.game.transitions import transition_apply
@@ -126,12 +125,22 @@ def serve_new(
 
 
 def served_of(
-    assignment_id: int, stage: str, served_at: datetime, expires_at: datetime, pair: PairRow, image: ImageRow
+    assignment_id: int,
+    stage: str,
+    served_at: datetime,
+    expires_at: datetime,
+    pair: PairRow,
+    image: ImageRow,
+    *,
+    position: int | None = None,
+    total: int | None = None,
 ) -> Served:
+    """What the rater is shown of a pair served to them, at every stage (``position`` of
+    ``total``: a tutorial's or probation round's place)."""
     return Served(
         assignment_id=assignment_id,
         pair_id=pair.id,
-        stage=GAME,  # a control is a game pair to the rater
+        stage=shown_stage(stage),  # a control is a game pair to the rater
         image_url=image_storage().url(image.file),
         image_width=image.width,
         image_height=image.height,
@@ -139,8 +148,8 @@ def served_of(
         served_at=served_at,
         min_submit_at=served_at + journey.min_delay(stage),
         expires_at=expires_at,
-        position=None,
-        total=None,
+        position=position,
+        total=total,
         image=image,
     )
 
@@ -148,154 +157,54 @@ def served_of(
 # --- Submitting -----------------------------------------------------------------------------------
 
 
-def submit(
-    profile: ProfileRow,
-    assignment_id: int,
-    value: int,
-    now: datetime,
-    *,
-    serve_next: bool,
-    ends_session: Callable[[str, datetime], bool] = lambda stage, served_at: False,
-) -> Feedback | None:
-    """Store the rating of a game (or control) assignment; the caller holds the profile's lock and
-    checked the step and the value. None when the assignment is another stage's (the caller takes
-    it through the other stages' path, which says why it is refused or shows its stored feedback).
-
-    ``ends_session(stage, served_at)``: whether this rating ends the rater's study session (SPEC 7):
-    then no next pair is served with it."""
-    window_before = Window(count=profile.window_count, points=profile.window_points)
-    # The rated pair is locked by the read of its assignment (after the profile: the one lock
-    # order), except when this rating closes the qualification window: then it is locked with
-    # the window's pairs, in id order (below).
-    read = sql.assignment_with_pair() if window_before.closing else sql.assignment_locking_pair()
-    row = read.fetchone(assignment_id)
+def assignment_read(assignment_id: int, *, lock: bool) -> tuple[AssignmentRow, PairRow, sql.RatingRow]:
+    """An assignment with its pair (row-locked with ``lock``) and its rating (``id`` None when it
+    has none), at every stage; raises ``not_found``."""
+    row = (sql.assignment_locking_pair() if lock else sql.assignment_with_pair()).fetchone(assignment_id)
     if row is None:
         raise not_found()
-    assignment, pair, rating = _split(row, sql.ASSIGNMENT, sql.PAIR, sql.RATING)
-    if assignment.rater_id != profile.user_id:
-        raise not_yours()
-    if assignment.stage not in (GAME, CONTROL):
-        return None  # another stage's pair (rated, or a wrong stage now): the other stages' path says
-    if rating.id is not None:
-        return replace(_feedback_of(rating, assignment), already_rated=True)
-    if now < assignment.served_at + journey.min_delay(assignment.stage):
-        raise too_early(assignment.stage)
-    if now >= assignment.expires_at:
-        raise expired()
-    serve_next = serve_next and not ends_session(assignment.stage, assignment.served_at)
-    return _rate(profile, assignment, pair, value, now, window_before, serve_next=serve_next)
+    return _split(row, sql.ASSIGNMENT, sql.PAIR, sql.RATING)
 
 
-def _rate(
-    profile: ProfileRow,
-    assignment: AssignmentRow,
-    pair: PairRow,
-    value: int,
-    now: datetime,
-    window_before: Window,
-    *,
-    serve_next: bool,
+def rate(
+    profile: ProfileRow, assignment: AssignmentRow, pair: PairRow, value: int, now: datetime, *, serve_next: bool
 ) -> Feedback:
+    """Store the rating of a game (or control) assignment, which the caller checked (``rating``:
+    the profile locked, the assignment the rater's, open and old enough, the value on the scale);
+    with ``serve_next``, the rater's next pair is served with it."""
     control = assignment.stage == CONTROL
+    window_before = Window(count=profile.window_count, points=profile.window_points)
     window_rating_ids: list[int] = []
     if window_before.closing:
-        # This rating closes the qualification window, which may fail and take all of its
-        # pairs out of consensus: lock them all now, in id order, before scoring. Control pairs
-        # have no consensus and are never locked for it.
-        in_window = _window_ratings(profile, window_before.count)
-        window_rating_ids = [rating_id for rating_id, _, _ in in_window]
-        lock_ids = {pair_id for _, pair_id, stage in in_window if stage == GAME}
-        if not control:
-            lock_ids.add(pair.id)
-        locked = CaptionPair.objects.select_for_update(no_key=True).filter(pk__in=sorted(lock_ids)).order_by("id")
-        if not control:
-            pair = sql.PAIR.of(next(found for found in locked if found.pk == pair.id))
-        else:
-            list(locked)
-
-    if control:
-        # SPEC 2.5: scored as a game pair whose two earlier ratings were the expert's.
-        reference = pair.expert_rating
-        points = player_score(value, [reference, reference])
-        first_rater, consensus_of = False, control_consensus_of(profile, assignment.id)
-    else:
-        before = in_force(pair)
-        consensus_of = [pair.human_count, before.count - pair.human_count]  # other players, model primes
-        first_rater = before.count == 0
-        points = 0 if first_rater else player_score_from_aggregates(value, before.count, before.total, before.total_sq)
-        reference = consensus_from_aggregates(before.count, before.total)
-        pair.in_flight = max(pair.in_flight - 1, 0)
-        pair_rating_add(pair, value)
-        pair_rank_refresh(pair)
-
+        window_rating_ids, pair = _window_lock(profile, window_before, pair, control=control)
+    points, reference, shown = _score(profile, assignment, pair, value, control=control)
     window = window_before.after(points)
-    transition = window.outcome if window_before.open else None
     decided = _decided(profile, window, window_before, window_rating_ids, control, value, reference, now)
-    if decided is not None:
-        transition = decided.name
     profile.game_score = journey.score_after(profile.game_score, points, decided)
     profile.window_count, profile.window_points = window.count, window.points
-    shown = {
+    transition = decided.name if decided is not None else window.outcome if window_before.open else None
+    shown |= {
         "stage_total": profile.game_score,
         "stage_max": None,
         "transition": transition,
-        "first_rater": first_rater,
-        "consensus_of": consensus_of,
         "window": [window.count, window.points],
         "level": journey.level_for(profile.game_score),
     }
-
     batch = Batch()
-    # The assignment turns into a rating (a game pair's gives its slot back: if the slot is gone
-    # already, expired and released to another rater, the rating would overfill the pair).
-    if control:
-        closed = batch.add(sql.CONTROL_ASSIGNMENT_CLOSE, False, now, assignment.id)
-    else:
-        closed = batch.add(sql.GAME_ASSIGNMENT_CLOSE, False, now, assignment.id, True)
-        batch.add(
-            sql.PAIR_RATED,
-            pair.human_count,
-            pair.human_sum,
-            pair.human_sumsq,
-            pair.in_flight,
-            pair.assign_rank,
-            pair.id,
-        )
-    inserted = batch.add(
-        sql.RATING_INSERT,
-        assignment.id,
-        pair.id,
-        profile.user_id,
-        assignment.stage,
-        value,
-        assignment.served_at,
-        now,
-        points,
-        reference,
-        shown,
-        False,
-        "",
-    )
-    new = None
-    if serve_next and decided is None:
-        # The rater's one open game assignment was this one: the next pair is claimed here.
-        # Never waiting for a locked pair while this one is held (the lock order); a miss is
-        # served after the commit, by rating_submit.
-        new = serve_new(batch, profile, now, avoid_image=pair.image_id)
+    closed = _rating_writes(batch, assignment, pair, control=control, now=now)
+    inserted = rating_insert(batch, assignment, value, now, points, reference, shown)
+    # The rater's one open game assignment was this one: the next pair is claimed here. Never
+    # waiting for a locked pair while this one is held (the lock order); a miss is served after
+    # the commit, by rating_submit.
+    new = serve_new(batch, profile, now, avoid_image=pair.image_id) if serve_next and decided is None else None
     batch.add(
         sql.PROFILE_AFTER_RATING,
-        profile.game_score,
-        profile.window_count,
-        profile.window_points,
-        profile.game_serves,
-        profile.control_owed_at,
-        profile.controls_owed,
-        profile.id,
+        *(profile.game_score, profile.window_count, profile.window_points, profile.game_serves),
+        *(profile.control_owed_at, profile.controls_owed, profile.id),
     )
     results = batch.run()
     if not results[closed]:
         raise expired()  # the caller's transaction rolls back: nothing of this rating is stored
-
     feedback = feedback_shown(
         rating_id=results[inserted],
         assignment_id=assignment.id,
@@ -310,9 +219,76 @@ def _rate(
         transition_apply(
             profile=RaterProfile.objects.get(pk=profile.id), transition=decided, rating_id=feedback.rating_id
         )
-    if new is not None:
-        feedback = replace(feedback, next=new.served(results))
-    return feedback
+    return feedback if new is None else replace(feedback, next=new.served(results))
+
+
+def _window_lock(
+    profile: ProfileRow, window_before: Window, pair: PairRow, *, control: bool
+) -> tuple[list[int], PairRow]:
+    """This rating closes the qualification window, which may fail and take all of its pairs out
+    of consensus: lock them all now, in id order, before scoring (control pairs have no consensus
+    and are never locked for it). The window's rating ids, and the rated pair as locked."""
+    in_window = _window_ratings(profile, window_before.count)
+    lock_ids = {pair_id for _, pair_id, stage in in_window if stage == GAME}
+    if not control:
+        lock_ids.add(pair.id)
+    locked = list(CaptionPair.objects.select_for_update(no_key=True).filter(pk__in=sorted(lock_ids)).order_by("id"))
+    if not control:
+        pair = sql.PAIR.of(next(found for found in locked if found.pk == pair.id))
+    return [rating_id for rating_id, _, _ in in_window], pair
+
+
+def _score(
+    profile: ProfileRow, assignment: AssignmentRow, pair: PairRow, value: int, *, control: bool
+) -> tuple[int, int | None, dict]:
+    """(points, the consensus it was scored against, what the feedback says of it) of a game
+    rating by Algorithm 1; a game pair's aggregates, slot and rank are moved on (on ``pair``)."""
+    if control:
+        # SPEC 2.5: scored as a game pair whose two earlier ratings were the expert's.
+        reference = pair.expert_rating
+        shown = {"first_rater": False, "consensus_of": control_consensus_of(profile, assignment.id)}
+        return player_score(value, [reference, reference]), reference, shown
+    before = in_force(pair)
+    first_rater = before.count == 0
+    points = 0 if first_rater else player_score_from_aggregates(value, before.count, before.total, before.total_sq)
+    # Whose ratings the consensus was: other players', the model's primes.
+    shown = {"first_rater": first_rater, "consensus_of": [pair.human_count, before.count - pair.human_count]}
+    pair.in_flight = max(pair.in_flight - 1, 0)
+    pair_rating_add(pair, value)
+    pair_rank_refresh(pair)
+    return points, consensus_from_aggregates(before.count, before.total), shown
+
+
+def _rating_writes(batch: "Batch", assignment: AssignmentRow, pair: PairRow, *, control: bool, now: datetime) -> int:
+    """The assignment turned into a rating, and a game pair's new aggregates; the close's index in
+    the batch (its count is 0 when the assignment was no longer open)."""
+    if control:
+        return batch.add(sql.ASSIGNMENT_CLOSE, False, now, assignment.id)
+    # A game pair's assignment gives its slot back: if the slot is gone already, expired and
+    # released to another rater, the rating would overfill the pair.
+    closed = batch.add(sql.GAME_ASSIGNMENT_CLOSE, False, now, assignment.id, True)
+    batch.add(
+        sql.PAIR_RATED,
+        *(pair.human_count, pair.human_sum, pair.human_sumsq, pair.in_flight, pair.assign_rank, pair.id),
+    )
+    return closed
+
+
+def rating_insert(
+    batch: "Batch",
+    assignment: AssignmentRow,
+    value: int,
+    now: datetime,
+    points: int,
+    reference: int | None,
+    shown: dict,
+) -> int:
+    """The rating's row, at every stage; its index in the batch."""
+    return batch.add(
+        sql.RATING_INSERT,
+        *(assignment.id, assignment.pair_id, assignment.rater_id, assignment.stage, value, assignment.served_at),
+        *(now, points, reference, shown, False, ""),
+    )
 
 
 def _decided(
@@ -361,7 +337,9 @@ def _window_ratings(profile: ProfileRow, count: int) -> list[tuple[int, int, str
     return list(ratings.order_by("-id").values_list("id", "pair_id", "stage")[:count])
 
 
-def _feedback_of(rating: sql.RatingRow, assignment: AssignmentRow) -> Feedback:
+def feedback_of(rating: sql.RatingRow, assignment: AssignmentRow, explanation: str = "") -> Feedback:
+    """The feedback of a stored rating, as it was shown (every stage: a teaching pair's with its
+    ``explanation``)."""
     return feedback_shown(
         rating_id=rating.id,
         assignment_id=assignment.id,
@@ -371,6 +349,7 @@ def _feedback_of(rating: sql.RatingRow, assignment: AssignmentRow) -> Feedback:
         points=rating.points,
         reference=rating.reference,
         shown=rating.feedback,
+        explanation=explanation,
     )
 
 

@@ -13,9 +13,13 @@ rater's profile row and the pair row locked (profile first, then pairs in id ord
 order everywhere, so no deadlock). Submitting the same assignment again returns the first
 feedback, marked ``already_rated`` (the value sent again is not taken).
 
-The game stage, the hot path, is ``ratinggame.game.gameplay`` (rows and prepared SQL); the
-tutorial and probation are here, through the ORM. This module holds the transaction and the
-order of the checks for every stage.
+One path for every stage: this module holds the transaction and the checks, in one order, of
+every rating (``_submit``: the rater's profile locked, the assignment read with its pair and its
+rating, then found, the rater's, not rated yet, of the rater's stage, old enough, not expired);
+then the stage scores it: the tutorial and probation here, the game (and its control pairs) in
+``ratinggame.game.gameplay``. Every stage reads and writes through the rows and statements of
+``ratinggame.game.sql``, and sends a rating's writes together (``gameplay.Batch``); the
+journey's moves (``annotators.progress``) take the ORM.
 
 A study participant's session (SPEC 7) has one gate, ``session_open``, asked under the profile's
 lock by every serve, rating and skip: once the session has ended nothing more is served or taken
@@ -38,7 +42,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotators import journey, progress
-from annotators.journey import Step
+from annotators.journey import Step, Window
 from annotators.models import RaterProfile
 from annotators.study.completion import Session, session_end_check, session_of
 from ratinggame.game import gameplay, sql
@@ -52,8 +56,6 @@ from ratinggame.game.results import (
     clean_assignment_id,
     clean_value,
     expired,
-    feedback_shown,
-    not_found,
     not_yours,
     session_closed,
     shown_stage,
@@ -61,8 +63,7 @@ from ratinggame.game.results import (
     wrong_stage,
 )
 from ratinggame.game.sql import ProfileRow
-from ratinggame.game.writes import Writes
-from ratinggame.models import Assignment, CaptionPair, Pool, Rating
+from ratinggame.models import GAME_STAGES, Assignment, CaptionPair, Pool, Rating
 from scoring.consensus import tutorial_points
 
 __all__ = [
@@ -175,41 +176,23 @@ def _serve_probation(rater, profile: RaterProfile, now: datetime) -> Served | No
 
 
 def _serve_pair(rater, pair_id: int, stage: str, now: datetime, *, position: int, total: int) -> Served:
-    open_ = _open_assignments(rater, stage, now).filter(pair_id=pair_id).first()
-    if open_ is None:
-        open_ = _assignment_new(rater, CaptionPair.objects.select_related("image").get(pk=pair_id), stage, now)
-        open_.save()
-    return _served(open_, position=position, total=total)
-
-
-def _open_assignments(rater, stage: str, now: datetime):
-    return Assignment.objects.open(now).filter(rater=rater, stage=stage).select_related("pair__image").order_by("-id")
-
-
-def _assignment_new(rater, pair: CaptionPair, stage: str, now: datetime, *, holds_slot: bool = False) -> Assignment:
-    """An assignment served now, not saved yet."""
-    expiry = timedelta(seconds=settings.RATINGGAME["ASSIGNMENT_EXPIRY_SECONDS"])
-    return Assignment(
-        rater=rater, pair=pair, stage=stage, served_at=now, expires_at=now + expiry, holds_slot=holds_slot
-    )
-
-
-def _served(assignment: Assignment, *, position: int | None, total: int | None) -> Served:
-    pair = assignment.pair
-    return Served(
-        assignment_id=assignment.pk,
-        pair_id=pair.pk,
-        stage=shown_stage(assignment.stage),
-        image_url=pair.image.file.url,
-        image_width=pair.image.width,
-        image_height=pair.image.height,
-        caption=pair.caption,
-        served_at=assignment.served_at,
-        min_submit_at=assignment.served_at + journey.min_delay(assignment.stage),
-        expires_at=assignment.expires_at,
+    """The teaching pair ``pair_id``: its open assignment, or a new one served now."""
+    opened = Assignment.objects.open(now).filter(rater=rater, stage=stage, pair_id=pair_id).order_by("-id").first()
+    if opened is None:
+        expiry = timedelta(seconds=settings.RATINGGAME["ASSIGNMENT_EXPIRY_SECONDS"])
+        opened = Assignment.objects.create(
+            rater=rater, pair_id=pair_id, stage=stage, served_at=now, expires_at=now + expiry
+        )
+    pair = CaptionPair.objects.select_related("image").get(pk=pair_id)
+    return gameplay.served_of(
+        opened.pk,
+        stage,
+        opened.served_at,
+        opened.expires_at,
+        sql.PAIR.of(pair),
+        sql.IMAGE.of(pair.image),
         position=position,
         total=total,
-        image=pair.image,
     )
 
 
@@ -290,22 +273,35 @@ def _stored_feedback(rater, assignment_id: object) -> Feedback | None:
     """The feedback of the rating stored for this assignment of the rater's, marked as a
     repeated submission; None when there is none (or no such assignment can be)."""
     try:
-        assignment_id = clean_assignment_id(assignment_id)
+        assignment, _pair, rating = _assignment_of(rater, assignment_id)
     except RatingRejected:
         return None
-    ratings = Rating.objects.filter(assignment_id=assignment_id, rater_id=rater.pk)
-    rating = ratings.select_related("pair").first()
-    return None if rating is None else replace(_feedback_from(rating), already_rated=True)
+    return None if rating.id is None else replace(_feedback(rating, assignment), already_rated=True)
 
 
 def feedback_for(*, rater: AbstractBaseUser, assignment_id: int) -> Feedback:
     """The feedback of an assignment the rater already rated (as shown when they submitted)."""
-    assignment = _assignment_of(rater, assignment_id)
-    rating = getattr(assignment, "rating", None)
-    if rating is None:
+    assignment, _pair, rating = _assignment_of(rater, assignment_id)
+    if rating.id is None:
         raise RatingRejected("not_found", "This pair has not been rated yet.", 404)
-    rating.pair = assignment.pair
-    return _feedback_from(rating)
+    return _feedback(rating, assignment)
+
+
+def _assignment_of(rater, assignment_id: object, *, lock: bool = False) -> tuple:
+    """(assignment, pair, rating) rows of an assignment of the rater's, at any stage; raises
+    ``not_found`` and ``not_yours``."""
+    assignment, pair, rating = gameplay.assignment_read(clean_assignment_id(assignment_id), lock=lock)
+    if assignment.rater_id != rater.pk:
+        raise not_yours()
+    return assignment, pair, rating
+
+
+def _feedback(rating: sql.RatingRow, assignment: sql.AssignmentRow) -> Feedback:
+    """A stored rating's feedback; a teaching pair's with its explanation (read only then)."""
+    if assignment.stage in GAME_STAGES:
+        return gameplay.feedback_of(rating, assignment)
+    explanation = CaptionPair.objects.filter(pk=assignment.pair_id).values_list("explanation", flat=True).first()
+    return gameplay.feedback_of(rating, assignment, explanation or "")
 
 
 def _submit(
@@ -318,47 +314,44 @@ def _submit(
     serve_next: bool,
     session: Session | None,
 ) -> Feedback:
+    """Every stage's checks, in one order, then the stage's own scoring."""
     step = journey.step_of(profile)
     check_may_rate(step)
     value = clean_value(raw_value)
-    assignment_id = clean_assignment_id(assignment_id)
-    if step == Step.GAME:
-        after: list[Session] = []  # the session after this rating, for the next pair's screen
-
-        def ends_session(stage: str, served_at: datetime) -> bool:
-            if session is None:
-                return False
-            after.append(session.after(stage=stage, served_at=served_at, now=now))
-            return session.ends_as(after[-1])
-
-        feedback = gameplay.submit(profile, assignment_id, value, now, serve_next=serve_next, ends_session=ends_session)
-        if feedback is not None:
-            return replace(feedback, session_progress=after[-1].progress) if after else feedback
-    assignment = _assignment_of(rater, assignment_id)
-    existing = getattr(assignment, "rating", None)
-    if existing is not None:
-        existing.pair = assignment.pair
-        return replace(_feedback_from(existing), already_rated=True)
+    # The rated game pair is locked by the read of its assignment (after the profile: the one lock
+    # order), except when this rating closes the qualification window: it is then locked with the
+    # window's pairs, in id order (``gameplay``). Teaching pairs have no consensus: nothing to lock.
+    closing = Window(count=profile.window_count, points=profile.window_points).closing
+    assignment, pair, rating = _assignment_of(rater, assignment_id, lock=step == Step.GAME and not closing)
+    if rating.id is not None:
+        return replace(_feedback(rating, assignment), already_rated=True)
     if shown_stage(assignment.stage) != step:
         raise wrong_stage(assignment.stage, step)
     if now < assignment.served_at + journey.min_delay(assignment.stage):
         raise too_early(assignment.stage)
     if now >= assignment.expires_at:
         raise expired()
-    profile_model = _profile_model(profile)
     if step == Step.TUTORIAL:
-        return _submit_tutorial(rater, profile_model, assignment, value, now)
-    return _submit_probation(rater, profile_model, assignment, value, now, session=session)
+        return _submit_tutorial(rater, _profile_model(profile), assignment, pair, value, now)
+    if step == Step.PROBATION:
+        return _submit_probation(rater, _profile_model(profile), assignment, pair, value, now, session=session)
+    if session is None:
+        return gameplay.rate(profile, assignment, pair, value, now, serve_next=serve_next)
+    after = session.after(stage=assignment.stage, served_at=assignment.served_at, now=now)
+    serve_next = serve_next and not session.ends_as(after)  # the rating that ends a session serves nothing
+    feedback = gameplay.rate(profile, assignment, pair, value, now, serve_next=serve_next)
+    return replace(feedback, session_progress=after.progress)
 
 
-def _submit_tutorial(rater, profile: RaterProfile, assignment: Assignment, value: int, now: datetime) -> Feedback:
+def _submit_tutorial(
+    rater, profile: RaterProfile, assignment: sql.AssignmentRow, pair: sql.PairRow, value: int, now: datetime
+) -> Feedback:
     pair_ids = progress.tutorial_pair_ids()
     done = list(Rating.objects.filter(rater=rater, stage=Pool.TUTORIAL).values_list("pair_id", "points"))
     rated = {pair_id for pair_id, _ in done}
     remaining = [pair_id for pair_id in pair_ids if pair_id not in rated]
     if not remaining or assignment.pair_id != remaining[0]:
         raise expired()
-    pair = assignment.pair
     points = tutorial_points(value, pair.expert_rating)
     total = sum(points for _, points in done) + points
     transition = None
@@ -373,18 +366,24 @@ def _submit_tutorial(rater, profile: RaterProfile, assignment: Assignment, value
             progress.probation_enter(profile=profile)
             transition = "tutorial_failed"
     shown = {"stage_total": total, "stage_max": 2 * len(pair_ids), "transition": transition}
-    return _rating_store(assignment, value, points, pair.expert_rating, shown, profile, now)
+    return _teaching_store(assignment, pair, value, points, shown, profile, now)
 
 
 def _submit_probation(
-    rater, profile: RaterProfile, assignment: Assignment, value: int, now: datetime, *, session: Session | None
+    rater,
+    profile: RaterProfile,
+    assignment: sql.AssignmentRow,
+    pair: sql.PairRow,
+    value: int,
+    now: datetime,
+    *,
+    session: Session | None,
 ) -> Feedback:
     current = progress.probation_round_current(profile)
     if current is None or current.finished_at is not None or current.rated >= len(current.pair_order):
         raise expired()
     if assignment.pair_id != current.pair_order[current.rated]:
         raise expired()
-    pair = assignment.pair
     points = tutorial_points(value, pair.expert_rating)
     current.score += points
     current.rated += 1
@@ -406,57 +405,26 @@ def _submit_probation(
             progress.probation_round_start(profile=profile)
         transition = "probation_failed"
     shown = {"stage_total": current.score, "stage_max": 2 * size, "transition": transition}
-    return _rating_store(assignment, value, points, pair.expert_rating, shown, profile, now)
+    return _teaching_store(assignment, pair, value, points, shown, profile, now)
 
 
-def _rating_store(
-    assignment: Assignment,
+def _teaching_store(
+    assignment: sql.AssignmentRow,
+    pair: sql.PairRow,
     value: int,
     points: int,
-    reference: int | None,
     shown: dict,
     profile: RaterProfile,
     now: datetime,
 ) -> Feedback:
-    """Store a tutorial or probation rating and close its assignment (a game rating: ``gameplay``)."""
-    rating = Rating(
-        assignment=assignment,
-        pair=assignment.pair,
-        rater_id=assignment.rater_id,
-        stage=assignment.stage,
-        value=value,
-        served_at=assignment.served_at,
-        submitted_at=now,
-        points=points,
-        reference=reference,
-        feedback={**shown, "level": journey.level_for(profile.game_score)},
-    )
-    writes = Writes()
-    writes.insert(rating)
-    writes.update(Assignment.objects.filter(pk=assignment.pk), submitted_at=now)
-    writes.run()
-    return _feedback_from(rating)
-
-
-def _feedback_from(rating: Rating) -> Feedback:
-    return feedback_shown(
-        rating_id=rating.pk,
-        assignment_id=rating.assignment_id,
-        pair_id=rating.pair_id,
-        stage=rating.stage,
-        value=rating.value,
-        points=rating.points,
-        reference=rating.reference,
-        shown=rating.feedback,
-        explanation=rating.pair.explanation,
-    )
-
-
-def _assignment_of(rater, assignment_id: object) -> Assignment:
-    assignment_id = clean_assignment_id(assignment_id)
-    assignment = Assignment.objects.select_related("pair", "rating").filter(pk=assignment_id).first()
-    if assignment is None:
-        raise not_found()
-    if assignment.rater_id != rater.pk:
-        raise not_yours()
-    return assignment
+    """Store a tutorial or probation rating and close its assignment, as a game rating's writes go
+    (``gameplay.Batch``); its feedback with the pair's explanation."""
+    shown = {**shown, "level": journey.level_for(profile.game_score)}
+    batch = gameplay.Batch()
+    closed = batch.add(sql.ASSIGNMENT_CLOSE, False, now, assignment.id)
+    inserted = gameplay.rating_insert(batch, assignment, value, now, points, pair.expert_rating, shown)
+    results = batch.run()
+    if not results[closed]:
+        raise expired()
+    stored = sql.RatingRow(results[inserted], value, points, pair.expert_rating, shown, assignment.stage)
+    return _feedback(stored, assignment)

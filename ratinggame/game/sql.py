@@ -568,9 +568,9 @@ ASSIGNMENT_INSERT = Write(
     Assignment, ("rater", "pair", "stage", "served_at", "expires_at", "submitted_at", "holds_slot"), insert=True
 )
 # A game pair's assignment closes only while it holds its slot (else it expired and the slot went
-# to someone else: the rating would overfill the pair); a control's only while it is open.
+# to someone else: the rating would overfill the pair); any other only while it is open.
 GAME_ASSIGNMENT_CLOSE = Write(Assignment, ("holds_slot", "submitted_at"), where=("id", "holds_slot"))
-CONTROL_ASSIGNMENT_CLOSE = Write(
+ASSIGNMENT_CLOSE = Write(
     Assignment,
     ("holds_slot", "submitted_at"),
     where_sql=f"{column(Assignment, 'submitted_at')} IS NULL AND {column(Assignment, 'skipped_at')} IS NULL",
@@ -585,7 +585,7 @@ WRITES = (
     RATING_INSERT,
     ASSIGNMENT_INSERT,
     GAME_ASSIGNMENT_CLOSE,
-    CONTROL_ASSIGNMENT_CLOSE,
+    ASSIGNMENT_CLOSE,
     PAIR_RATED,
     PAIR_SLOT_TAKEN,
     PROFILE_AFTER_RATING,
