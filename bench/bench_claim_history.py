@@ -74,7 +74,7 @@ def measure(tree: str, db_url: str, out: str, checkpoints: list[int], claims: in
         times = []
         for draw in range(claims):
             # The first statement, the windows: what a claim runs unless every window misses.
-            sql, params = next(claim_statements(rater_id, (draw * 2654435761) % 2**31, None))
+            sql, params = next(claim_statements(rater_id, (draw * 2654435761) % 2**31, ()))
             with connection.cursor() as cursor:
                 cursor.execute("BEGIN")
                 started = time.perf_counter()

@@ -195,7 +195,7 @@ def _candidate_query_ms(connection, user) -> float:
     with transaction.atomic(), connection.cursor() as cursor:
         for serve in range(30):
             # The first statement, the windows: what a claim runs unless every window misses.
-            sql, params = next(claim_statements(user.pk, order_start(user.rater.order_seed, serve), None))
+            sql, params = next(claim_statements(user.pk, order_start(user.rater.order_seed, serve), ()))
             cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
             times.append(cursor.fetchone()[0][0]["Execution Time"])
         transaction.set_rollback(True)

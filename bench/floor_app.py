@@ -38,6 +38,7 @@ from django.conf import settings  # noqa: E402
 
 from ratinggame.game import prepared, sql  # noqa: E402
 from ratinggame.game.assignment import claim_statements, order_start, pair_rank_refresh  # noqa: E402
+from ratinggame.game.gameplay import images_to_avoid  # noqa: E402
 
 VENDOR = "postgresql"
 RATER = sql.STATEMENTS["rater_by_token"](VENDOR).sql
@@ -78,10 +79,10 @@ def _run(cursor, statement: str, params: list) -> None:
     prepared.execute(cursor, cursor.connection, VENDOR, statement, params)
 
 
-def _claim(cursor, profile: sql.ProfileRow, avoid_image: int | None):
+def _claim(cursor, profile: sql.ProfileRow, avoid_images: tuple[int, ...]):
     """The next pair of the rater's order, locked and counted (the game's claim statement)."""
     start = order_start(profile.order_seed, profile.game_serves)
-    for statement, params in claim_statements(profile.user_id, start, avoid_image):
+    for statement, params in claim_statements(profile.user_id, start, avoid_images):
         _run(cursor, statement, params)
         if (row := cursor.fetchone()) is not None:
             break
@@ -97,7 +98,7 @@ def _next(cursor, profile: sql.ProfileRow, now: datetime) -> dict:
     _run(cursor, LATEST, [profile.user_id])
     latest = cursor.fetchone()
     avoid = sql.ASSIGNMENT.width + 1  # the pair's image_id, after the assignment's columns and its id
-    pair = _claim(cursor, profile, latest[avoid] if latest else None)
+    pair = _claim(cursor, profile, images_to_avoid(profile.user_id, latest[avoid] if latest else None))
     if pair is None:
         return {"detail": "none left", "code": "none_left"}
     _run(
@@ -128,7 +129,7 @@ def _submit(cursor, profile: sql.ProfileRow, assignment_id: int, value: int, now
     )
     pair.in_flight = max(pair.in_flight - 1, 0)
     pair_rank_refresh(pair)
-    following = _claim(cursor, profile, pair.image_id)
+    following = _claim(cursor, profile, images_to_avoid(profile.user_id, pair.image_id))
     if following is None:
         return 409, {"code": "none_left"}
     shown = {"stage_total": profile.game_score, "window": [profile.window_count, profile.window_points]}

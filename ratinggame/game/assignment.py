@@ -50,7 +50,8 @@ taken in the same transaction. A rater never waits for one pair's lock while hol
 
 import enum
 import itertools
-from collections.abc import Callable, Iterator
+import json
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
@@ -138,24 +139,25 @@ STALE_PASSES = 3
 
 
 def game_pair_claim(
-    *, rater_id: int, start: int, avoid_image: int | None = None, lock: Lock = Lock.SKIP
+    *, rater_id: int, start: int, avoid_images: Sequence[int] = (), lock: Lock = Lock.SKIP
 ) -> tuple[PairRow, ImageRow] | None:
     """The next game pair of this rater's order, with its image; None only when no pair the
     rater may rate is open (with ``Lock.SKIP``: or every open one is locked at this moment).
 
-    ``start`` is the serve's point in the key space (``order_start``); ``avoid_image``, the image
-    of the rater's previous serve, whose pairs come only when no other image is open. With a
+    ``start`` is the serve's point in the key space (``order_start``); ``avoid_images``, the images
+    the rater has just seen (``gameplay.images_to_avoid``), whose pairs come only when no pair of
+    another image is open. With a
     lock, the claim must run inside a transaction: the returned pair is locked, and its
     ``in_flight`` and ``assign_rank`` already count the new assignment, which the caller writes
     with the assignment in the same transaction. With ``Lock.WAIT``, call it in a transaction
     that holds no pair's lock. With ``Lock.NONE`` the pair comes back as it is, nothing counted.
     """
     if lock is Lock.WAIT:
-        return _claim_waiting(rater_id, start, avoid_image)
+        return _claim_waiting(rater_id, start, avoid_images)
     if lock is Lock.NONE:
-        return _first_open(rater_id, start, avoid_image, locking=False)
+        return _first_open(rater_id, start, avoid_images, locking=False)
     for _ in range(STALE_PASSES):  # a stale stored rank is corrected and the claim looks again
-        claimed = _first_open(rater_id, start, avoid_image, locking=True)
+        claimed = _first_open(rater_id, start, avoid_images, locking=True)
         if claimed is None:
             return None
         pair = claimed[0]
@@ -166,13 +168,13 @@ def game_pair_claim(
     return None
 
 
-def _claim_waiting(rater_id: int, start: int, avoid_image: int | None) -> tuple[PairRow, ImageRow] | None:
+def _claim_waiting(rater_id: int, start: int, avoid_images: Sequence[int]) -> tuple[PairRow, ImageRow] | None:
     """The first open pair of the order, waited for: found without a lock, then locked by its key
     in a savepoint. A pair that filled up meanwhile (PostgreSQL reads the row's latest version
     once it has the lock) is no longer open, and the next look does not find it; one whose stored
     rank was stale is passed over by the looks after."""
     stale: list[int] = []
-    while (head := _first_open(rater_id, start, avoid_image, locking=False, passed=stale)) is not None:
+    while (head := _first_open(rater_id, start, avoid_images, locking=False, passed=stale)) is not None:
         with transaction.atomic():
             row = pair_lock_waiting().fetchone(head[0].id)
             pair = None if row is None else PAIR.read(row[: PAIR.width])
@@ -198,28 +200,41 @@ def _slot_take(pair):
 
 
 def claim_statements(
-    rater_id: int, start: int, avoid_image: int | None, *, locking: bool = True, passed: list[int] = ()
+    rater_id: int, start: int, avoid_images: Sequence[int], *, locking: bool = True, passed: list[int] = ()
 ) -> Iterator[tuple[str, dict]]:
     """The claim's statements for this rater and serve with their parameters (named: each is sent
     once, however many probes use it), in the order to run them until one returns a row: the
     windows of each rank, then (only when every window missed) each rank read on from there.
     Without ``locking`` the statements lock nothing and pass over the pairs ``passed``."""
     params = {"start": start, "rater": rater_id}
-    if avoid_image is not None:
-        params["avoid_image"] = avoid_image
+    if avoid_images:
+        params["avoid_images"] = _image_list(list(avoid_images))
     if not locking:
         ids = list(passed)[:STALE_PASSES]
         params |= {f"passed{index}": value for index, value in enumerate(ids + [0] * (STALE_PASSES - len(ids)))}
     for windowed in (True, False):
-        yield CLAIMS[avoid_image is not None, locking, windowed]().sql, params
+        yield CLAIMS[bool(avoid_images), locking, windowed]().sql, params
+
+
+def _image_list(images: list[int]):
+    """The images to keep away from as one parameter, however many: an array on PostgreSQL, a JSON
+    list elsewhere (``_not_images``)."""
+    return images if connections[DEFAULT_DB_ALIAS].vendor == "postgresql" else json.dumps(images)
+
+
+def _not_images(vendor: str, alias: str, image: str) -> str:
+    """The condition "not one of the images ``%(avoid_images)s``" (``_image_list``)."""
+    if vendor == "postgresql":
+        return f" AND {alias}.{image} <> ALL(%(avoid_images)s)"
+    return f" AND {alias}.{image} NOT IN (SELECT value FROM json_each(%(avoid_images)s))"  # noqa: S608 - names from the models
 
 
 def _first_open(
-    rater_id: int, start: int, avoid_image: int | None, *, locking: bool, passed: list[int] = ()
+    rater_id: int, start: int, avoid_images: Sequence[int], *, locking: bool, passed: list[int] = ()
 ) -> tuple[PairRow, ImageRow] | None:
     """The first open pair of the rater's order with its image, row-locked with ``locking``."""
     db = connections[DEFAULT_DB_ALIAS]
-    for sql, params in claim_statements(rater_id, start, avoid_image, locking=locking, passed=passed):
+    for sql, params in claim_statements(rater_id, start, avoid_images, locking=locking, passed=passed):
         row = fetch_one(db, sql, params)
         if row is not None:
             return PAIR.read(row[: PAIR.width]), IMAGE.read(row[PAIR.width :])
@@ -229,7 +244,7 @@ def _first_open(
 def _claim_statement(vendor: str, *, avoiding: bool, locking: bool, windowed: bool) -> Statement:
     """The claim's SQL: one probe per rank and key range, in serving order (``_probes``); the
     database stops at the first probe that returns a row. With ``avoiding``, the probes first look
-    past one image, then again at every image.
+    past the images ``%(avoid_images)s``, then again at every image.
 
     ``windowed``: each probe reads at most ``PROBE_WINDOW`` entries of the partial index
     ``pair_serving_order_idx`` from its key on, and takes the first the rater has not seen. Else
@@ -260,7 +275,7 @@ def _claim_statement(vendor: str, *, avoiding: bool, locking: bool, windowed: bo
                 f'SELECT * FROM (SELECT q."id" FROM {table(CaptionPair)} q '  # noqa: S608 - names from the models
                 f"WHERE q.{pool} = '{Pool.GAME.value}' AND q.{rank} = {rank_value} "
                 f"AND q.{key} >= {low} AND q.{key} < {limit}"
-                f"{f' AND q.{image} <> %(avoid_image)s' if avoid else ''} AND {open_to_rater} "
+                f"{_not_images(vendor, 'q', image) if avoid else ''} AND {open_to_rater} "
                 f"ORDER BY q.{key} LIMIT 1{lock}) AS b{index}"
             )
         return (
@@ -268,7 +283,7 @@ def _claim_statement(vendor: str, *, avoiding: bool, locking: bool, windowed: bo
             f'SELECT * FROM (SELECT q."id" FROM (SELECT w."id", w.{key} '  # noqa: S608 - names from the models
             f"FROM {table(CaptionPair)} w WHERE w.{pool} = '{Pool.GAME.value}' AND w.{rank} = {rank_value} "
             f"AND w.{key} >= {low} AND w.{key} < {limit}"
-            f"{f' AND w.{image} <> %(avoid_image)s' if avoid else ''} "
+            f"{_not_images(vendor, 'w', image) if avoid else ''} "
             f"ORDER BY w.{key} LIMIT {PROBE_WINDOW}) AS win "
             # Then each pair of the window in order, its row read again by its key: the lock's
             # recheck sees the latest version, and a pair that has taken its last rater meanwhile

@@ -4,25 +4,26 @@ Control pairs are expert-rated pairs mixed into the game (``annotators.journey.c
 says which serve). A rater meets each control once before any repeats, then the one they saw
 longest ago; among controls never seen, in an order of their own (drawn from their seed, as the
 game pairs' order is). A control the rater skipped is never served to them again, and a control
-of the image they just saw comes only when no other is left. Controls hold no slots and have no
+of an image they have just seen comes only when no other is left. Controls hold no slots and have no
 consensus: nothing to count (a control's row is locked by the rating's read of its assignment, as
 every rated pair's is, and never written).
 """
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from annotators.journey import ControlResult, control_agreement, drift_window, seeded_draw
 from ratinggame.game.sql import IMAGE, PAIR, ImageRow, PairRow, control_candidates, latest_control_ratings
 
 
-def control_pick(*, rater_id: int, seed: int, avoid_image: int | None = None) -> tuple[PairRow, ImageRow] | None:
+def control_pick(*, rater_id: int, seed: int, avoid_images: Sequence[int] = ()) -> tuple[PairRow, ImageRow] | None:
     """The control pair to serve the rater now, with its image; None when there is none."""
     pair_id_at, image_id_at = PAIR.names.index("id"), PAIR.names.index("image")
     # The order reads a few columns of each candidate as they come; only the one served is read whole.
     candidates = [row for row in control_candidates().fetchall(rater_id, rater_id) if not row[-1]]  # not skipped
     if not candidates:
         return None
-    others = [row for row in candidates if row[image_id_at] != avoid_image] or candidates
+    others = [row for row in candidates if row[image_id_at] not in avoid_images] or candidates
 
     def order(row: tuple) -> tuple:
         last_served = row[-2]

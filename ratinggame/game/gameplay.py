@@ -88,7 +88,7 @@ def serve(profile: ProfileRow, now: datetime, *, wait: bool) -> Served | None:
             return served_of(assignment.id, assignment.stage, assignment.served_at, assignment.expires_at, pair, image)
         avoid_image = pair.image_id
     batch = Batch()
-    new = serve_new(batch, profile, now, avoid_image=avoid_image, wait=wait)
+    new = serve_new(batch, profile, now, avoid_images=images_to_avoid(profile.user_id, avoid_image), wait=wait)
     if new is None:
         return None
     batch.add(sql.PROFILE_SERVED, profile.game_serves, profile.control_owed_at, profile.controls_owed, profile.id)
@@ -96,7 +96,7 @@ def serve(profile: ProfileRow, now: datetime, *, wait: bool) -> Served | None:
 
 
 def serve_new(
-    batch: Batch, profile: ProfileRow, now: datetime, *, avoid_image: int | None, wait: bool = False
+    batch: Batch, profile: ProfileRow, now: datetime, *, avoid_images: tuple[int, ...], wait: bool = False
 ) -> NewServe | None:
     """The rater's next game serve, added to ``batch``: a control pair when this serve is their
     block's control (SPEC 2.5), else the next game pair of their order, with the slot it takes
@@ -105,11 +105,13 @@ def serve_new(
     expires_at = now + timedelta(seconds=settings.RATINGGAME["ASSIGNMENT_EXPIRY_SECONDS"])
     found, stage = None, GAME
     if journey.control_due_now(profile.order_seed, serve_number, profile.control_owed_at, profile.controls_owed):
-        found, stage = control_pick(rater_id=profile.user_id, seed=profile.order_seed, avoid_image=avoid_image), CONTROL
+        found = control_pick(rater_id=profile.user_id, seed=profile.order_seed, avoid_images=avoid_images)
+        stage = CONTROL
     if found is None:
         start = order_start(profile.order_seed, serve_number)
         lock = Lock.WAIT if wait else Lock.SKIP
-        found, stage = game_pair_claim(rater_id=profile.user_id, start=start, avoid_image=avoid_image, lock=lock), GAME
+        found = game_pair_claim(rater_id=profile.user_id, start=start, avoid_images=avoid_images, lock=lock)
+        stage = GAME
         if found is None:
             return None
         batch.add(sql.PAIR_SLOT_TAKEN, found[0].in_flight, found[0].assign_rank, found[0].id)
@@ -122,6 +124,15 @@ def serve_new(
     insert = batch.add(sql.ASSIGNMENT_INSERT, profile.user_id, pair.id, stage, now, expires_at, None, holds_slot)
     profile.game_serves = serve_number + 1
     return NewServe(stage, pair, image, now, expires_at, insert)
+
+
+def images_to_avoid(rater_id: int, latest: int | None) -> tuple[int, ...]:
+    """The images the rater's next game serve keeps away from while a pair of another image is
+    open (SPEC 5: two captions of one image never one after the other): the image of their latest
+    serve, ``latest`` (which every caller has at hand: no query). The one place that decides it:
+    every serve, the serve with a rating and the next image's guess ask this, and the claim and
+    the control pick take however many images it gives."""
+    return () if latest is None else (latest,)
 
 
 def served_of(
@@ -196,7 +207,8 @@ def rate(
     # The rater's one open game assignment was this one: the next pair is claimed here. Never
     # waiting for a locked pair while this one is held (the lock order); a miss is served after
     # the commit, by rating_submit.
-    new = serve_new(batch, profile, now, avoid_image=pair.image_id) if serve_next and decided is None else None
+    avoid = images_to_avoid(profile.user_id, pair.image_id)
+    new = serve_new(batch, profile, now, avoid_images=avoid) if serve_next and decided is None else None
     batch.add(
         sql.PROFILE_AFTER_RATING,
         *(profile.game_score, profile.window_count, profile.window_points, profile.game_serves),

@@ -13,6 +13,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from annotators import journey, progress
 from ratinggame.game.assignment import Lock, game_pair_claim, order_start
 from ratinggame.game.controls import control_pick
+from ratinggame.game.gameplay import images_to_avoid
 from ratinggame.game.rating import Served
 from ratinggame.models import CaptionPair, Image, Pool
 
@@ -36,11 +37,12 @@ def _next_pair_id(rater: AbstractBaseUser, served: Served) -> int | None:
         return current.pair_order[following]
     profile = progress.profile_for(rater)
     image = CaptionPair.objects.filter(pk=served.pair_id).values_list("image_id", flat=True).first()
+    avoid = images_to_avoid(rater.pk, image)
     serve = profile.game_serves  # the open pair was serve game_serves - 1
     if journey.control_due(profile.order_seed, serve):
-        control = control_pick(rater_id=rater.pk, seed=profile.order_seed, avoid_image=image)
+        control = control_pick(rater_id=rater.pk, seed=profile.order_seed, avoid_images=avoid)
         if control is not None:
             return control[0].id
     start = order_start(profile.order_seed, serve)
-    found = game_pair_claim(rater_id=rater.pk, start=start, avoid_image=image, lock=Lock.NONE)
+    found = game_pair_claim(rater_id=rater.pk, start=start, avoid_images=avoid, lock=Lock.NONE)
     return None if found is None else found[0].id

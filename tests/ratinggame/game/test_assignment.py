@@ -174,7 +174,7 @@ def test_the_claim_reads_the_serving_order_index_once_per_probe_on_postgresql(re
     user = rater(RaterState.GAME)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")
-        sql, params = next(claim_statements(user.pk, order_start(user.rater.order_seed, 0), None))
+        sql, params = next(claim_statements(user.pk, order_start(user.rater.order_seed, 0), ()))
         cursor.execute("EXPLAIN (ANALYZE, FORMAT TEXT) " + sql, params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
         transaction.set_rollback(True)
@@ -221,7 +221,7 @@ def test_the_pairs_a_rater_has_seen_are_looked_up_by_pair_whatever_the_statistic
             rate_next(user, 3, clock)
         cursor.execute("SET LOCAL enable_seqscan = off")  # as on a table of many pages
         start = order_start(user.rater.order_seed, 20)
-        statements = [*claim_statements(user.pk, start, None), *claim_statements(user.pk, start, 1, locking=False)]
+        statements = [*claim_statements(user.pk, start, ()), *claim_statements(user.pk, start, (1,), locking=False)]
         for statement, values in statements:
             cursor.execute("EXPLAIN (FORMAT JSON) " + statement, values)
             scans = _assignment_scans(cursor.fetchone()[0][0]["Plan"])
@@ -249,7 +249,7 @@ def test_a_claim_reads_a_window_of_each_rank_however_many_of_its_pairs_the_rater
     start = order_start(user.rater.order_seed, len(seen))
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")  # as on a table of many pages
-        sql, params = next(claim_statements(user.pk, start, None))
+        sql, params = next(claim_statements(user.pk, start, ()))
         cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
         plan = cursor.fetchone()[0][0]["Plan"]
         transaction.set_rollback(True)

@@ -96,7 +96,8 @@ def _check(user, history, images, start, avoid, lock):
     with transaction.atomic():
         truth = _build(user, history, images)
         avoid_image = images[avoid].pk if avoid is not None else None
-        claimed = game_pair_claim(rater_id=user.pk, start=start, avoid_image=avoid_image, lock=lock)
+        avoid_images = () if avoid_image is None else (avoid_image,)
+        claimed = game_pair_claim(rater_id=user.pk, start=start, avoid_images=avoid_images, lock=lock)
         transaction.set_rollback(True)
     open_pairs = {pair_id for pair_id, (is_open, _image) in truth.items() if is_open}
     if not open_pairs:
@@ -154,7 +155,7 @@ def test_reading_on_past_the_windows_reads_the_seen_pairs_once_and_stops_at_the_
     with transaction.atomic(), connection.cursor() as cursor:
         _build(user, seen + unseen, images)
         cursor.execute("SET LOCAL enable_seqscan = off")  # as on a table of many pages
-        read_on = list(claim_statements(user.pk, ORDER_KEY_LIMIT - 1, None))[1]
+        read_on = list(claim_statements(user.pk, ORDER_KEY_LIMIT - 1, ()))[1]
         cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + read_on[0], read_on[1])
         plan = cursor.fetchone()[0][0]["Plan"]
         transaction.set_rollback(True)
