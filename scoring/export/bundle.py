@@ -132,12 +132,7 @@ def export_build(
     Raises ValueError for bad parameters.
     """
     formats = formats_parse(formats)
-    if isinstance(min_ratings, bool) or not isinstance(min_ratings, int) or min_ratings < 1:
-        raise ValueError(f"min_ratings must be a whole number >= 1, got {min_ratings!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"seed must be a whole number, got {seed!r}")
-    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 0:
-        raise ValueError(f"resamples must be a whole number >= 0, got {resamples!r}")
+    _parameters_check(min_ratings=min_ratings, seed=seed, resamples=resamples)
     report = progress or (lambda fraction, message: None)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -168,6 +163,40 @@ def export_build(
     statistics["control_agreement"] = control_agreement_section(data)
 
     report(0.6, "Writing tables")
+    pair_columns = _tables_write(out, data, splits, summaries, aggregate, formats)
+    if with_images:
+        statistics["counts"]["images_missing"] = _images_copy(data, out / "images", report)
+    report(0.95, "Writing the table for the caption-metric toolkits")
+    _polaris_write(out, data, splits, summaries, images=out / "images" if with_images else None)
+
+    report(0.95, "Writing the report and datasheet")
+    _documents_write(out, statistics, wright_map)
+    _card_write(out, statistics, pairs=len(data.pairs), fmt=card_format(formats), pair_columns=pair_columns)
+    _manifest_write(out, parameters, statistics["counts"])
+    report(1.0, "Done")
+    return statistics["counts"]
+
+
+def _parameters_check(*, min_ratings: int, seed: int, resamples: int) -> None:
+    """Refuse parameters that would give a meaningless bundle (True/False are ints to Python)."""
+    if isinstance(min_ratings, bool) or not isinstance(min_ratings, int) or min_ratings < 1:
+        raise ValueError(f"min_ratings must be a whole number >= 1, got {min_ratings!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed must be a whole number, got {seed!r}")
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 0:
+        raise ValueError(f"resamples must be a whole number >= 0, got {resamples!r}")
+
+
+def _tables_write(
+    out: Path,
+    data: ExportData,
+    splits: dict[int, str],
+    summaries: dict[int, tuple],
+    aggregate: aggregation.Aggregate | None,
+    formats: Sequence[str],
+) -> list[tuple]:
+    """The pairs, ratings and control_ratings tables in each format, and the dataset card's
+    per-split copies; returns the pair table's columns, whose model-score part varies by export."""
     pair_columns, pair_rows = _pair_table(data, splits, summaries, aggregate)
     table_write(out, "pairs", pair_columns, pair_rows, formats)
     rating_rows = [(r.pair_id, r.rater, r.value, r.submitted_at, r.seconds) for r in data.ratings]
@@ -183,22 +212,25 @@ def export_build(
         {"pairs": (pair_columns, pair_rows), "ratings": (RATING_COLUMNS, rating_rows)},
         splits,
     )
-    if with_images:
-        statistics["counts"]["images_missing"] = _images_copy(data, out / "images", report)
-    report(0.95, "Writing the table for the caption-metric toolkits")
-    _polaris_write(out, data, splits, summaries, images=out / "images" if with_images else None)
+    return pair_columns
 
-    report(0.95, "Writing the report and datasheet")
+
+def _documents_write(out: Path, statistics: dict, wright_map: str) -> None:
+    """statistics.json, the Wright map (when an analysis has finished), report.html and datasheet.md."""
     _json_write(out / "statistics.json", statistics)
     if wright_map:
         (out / WRIGHT_MAP_FILE).write_text(wright_map + "\n", encoding="utf-8")
     (out / "report.html").write_text(report_render(statistics, wright_map_svg=wright_map), encoding="utf-8")
     (out / "datasheet.md").write_text(datasheet_render(statistics), encoding="utf-8")
+
+
+def _card_write(out: Path, statistics: dict, *, pairs: int, fmt: str, pair_columns: list[tuple]) -> None:
+    """The Hugging Face dataset card (scoring.export.card), naming the rounding of every table's columns."""
     front_matter = card_front_matter(
         pretty_name=DATASET_NAME,
         license_id=settings.RATINGGAME["DATASET_LICENSE"],
-        pairs=len(data.pairs),
-        fmt=card_format(formats),
+        pairs=pairs,
+        fmt=fmt,
     )
     card = dataset_card_render(
         statistics,
@@ -208,9 +240,6 @@ def export_build(
         rounding=rounding_groups([*pair_columns, *RATING_COLUMNS, *CONTROL_RATING_COLUMNS]),
     )
     (out / CARD_FILE).write_text(card, encoding="utf-8")
-    _manifest_write(out, parameters, statistics["counts"])
-    report(1.0, "Done")
-    return statistics["counts"]
 
 
 def export_statistics(

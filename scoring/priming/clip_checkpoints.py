@@ -421,9 +421,7 @@ def load_scorer(
         raise ScorerLoadError("`base` names the weights a PAC-S checkpoint was fine-tuned from: pass pacs=True")
 
     device = _default_device(device)
-    precision = precision or ("fp16" if device.startswith("cuda") else "fp32")
-    if precision not in PRECISIONS:
-        raise ScorerLoadError(f"precision must be one of {PRECISIONS}, not {precision!r}")
+    precision = _checked_precision(precision, device)
     loaded = _load_weights(model_name, pretrained, precision=precision, quick_gelu=quick_gelu, pacs=pacs, base=base)
 
     if w is None:
@@ -432,18 +430,10 @@ def load_scorer(
         decode_workers = min(8, os.cpu_count() or 1) if device.startswith("cuda") else 0
     if tensor_decode is None:
         tensor_decode = device.startswith("cuda")
-    identity = {
-        **loaded.identity,
-        "pac_s": pacs,
-        "quick_gelu": _uses_quick_gelu(loaded.model),
-        "w": float(w),
-        "precision": precision,
-        "open_clip": open_clip.__version__,
-    }
     return ClipScorer(
         loaded.model,
         tokenizer=loaded.tokenizer,
-        identity=identity,
+        identity=_scorer_identity(loaded, pacs=pacs, w=w, precision=precision, open_clip_version=open_clip.__version__),
         w=w,
         device=device,
         precision=precision,
@@ -452,6 +442,28 @@ def load_scorer(
         decode_workers=decode_workers,
         tensor_decode=tensor_decode,
     )
+
+
+def _checked_precision(precision: str | None, device: str) -> str:
+    """The precision asked for, or the device's default (fp16 on CUDA, as the reference
+    CLIPScore code runs; fp32 elsewhere), refused unless it is one of PRECISIONS."""
+    precision = precision or ("fp16" if device.startswith("cuda") else "fp32")
+    if precision not in PRECISIONS:
+        raise ScorerLoadError(f"precision must be one of {PRECISIONS}, not {precision!r}")
+    return precision
+
+
+def _scorer_identity(loaded: _Loaded, *, pacs: bool, w: float, precision: str, open_clip_version: str) -> dict:
+    """The scorer's identity: where its weights came from plus every setting that changes its
+    scores, so stored primes can be traced to exactly what produced them."""
+    return {
+        **loaded.identity,
+        "pac_s": pacs,
+        "quick_gelu": _uses_quick_gelu(loaded.model),
+        "w": float(w),
+        "precision": precision,
+        "open_clip": open_clip_version,
+    }
 
 
 def _uses_quick_gelu(model: torch.nn.Module) -> bool:
