@@ -468,19 +468,10 @@ def fit_pcm(
     (0: plain JML for every item).
     Raises ValueError for other values, or when fewer than two categories are observed.
     """
-    data = np.asarray(responses, dtype=float)
-    if data.ndim != 2:
-        raise ValueError("responses must be a raters x items array")
-    n_raters, n_items = data.shape
-    r_obs, i_obs = np.nonzero(~np.isnan(data))
-    values = data[r_obs, i_obs]
-    if not np.isin(values, np.arange(MAX_SCORE + 1)).all():
-        raise ValueError("scores must be 0 (LA), 1 (AA), 2 (EA) or NaN")
-    categories = tuple(int(c) for c in np.unique(values))
-    if len(categories) < 2:
-        raise ValueError("the PCM needs at least two different scores in the data")
-    x = np.searchsorted(categories, values)  # structural zeros removed: scores 0..m
+    (n_raters, n_items), observations, categories = _observed_scores(responses)
+    r_obs, i_obs, x = observations
     m = len(categories) - 1
+    settings = {"m": m, "max_iter": max_iter, "tol": tol}
 
     rater_n = np.bincount(r_obs, minlength=n_raters)
     item_n = np.bincount(i_obs, minlength=n_items)
@@ -490,87 +481,38 @@ def fit_pcm(
     core_items = np.bincount(i_obs[active], minlength=n_items) > 0
     rater_extreme = (rater_n > 0) & ~core_raters
     item_extreme = (item_n > 0) & ~core_items
-
-    # Starting values: the log-odds of each rater's and each item's mean score.
-    raw = np.bincount(r_obs, x, n_raters)
-    theta = np.log((raw + 0.5) / (m * rater_n - raw + 0.5))
-    counts_all = _item_counts(i_obs, x, m, n_items)
-    delta = -np.log((_at_least(counts_all) + 0.5) / (item_n[:, None] - _at_least(counts_all) + 0.5))
+    joint_items = core_items & ~conditional
+    theta, delta = _starting_values(observations, m, rater_n, item_n)
 
     # Core fit: only observations between core raters and core items.
-    ra, ia, xa = r_obs[active], i_obs[active], x[active]
-    on_conditioned = conditional[ia]
-    conditioned = _Conditioned.build(ra[on_conditioned], ia[on_conditioned], xa[on_conditioned])
-    joint = _Joint(ra[~on_conditioned], ia[~on_conditioned], xa[~on_conditioned])
-    joint_items = core_items & ~conditional
-    joint_counts, null_category = _smooth_null_categories(_item_counts(joint.item, joint.x, m, n_items))
-    settings = {"m": m, "max_iter": max_iter, "tol": tol}
-    rater_target = np.bincount(ra, xa, n_raters)
-    converged, iterations = _fit(
-        theta, delta, conditioned, joint, rater_target, _at_least(joint_counts), core_raters, joint_items,
-        centre=True, **settings,
-    )  # fmt: skip
-    bias_factor = 1.0
-    if bias_correction and joint_items.any():
-        joint_per_rater = np.bincount(joint.rater, minlength=n_raters)
-        items_per_rater = float(np.mean(joint_per_rater[core_raters & (joint_per_rater > 0)]))
-        if items_per_rater > 1:
-            bias_factor = (items_per_rater - 1) / items_per_rater
-        centre = delta[joint_items].mean()
-        delta[joint_items] = centre + bias_factor * (delta[joint_items] - centre)
-        ok, more = _fit(
-            theta, delta, conditioned, joint, rater_target, _at_least(joint_counts), core_raters,
-            np.zeros(n_items, dtype=bool), centre=False, **settings,
-        )  # fmt: skip
-        converged, iterations = converged and ok, iterations + more
-    _, information = _rater_moments(theta, delta, conditioned, joint, m)
-    ability_se = np.full(n_raters, np.nan)
-    ability_se[core_raters] = 1 / np.sqrt(information[core_raters])
+    converged, iterations, bias_factor, ability_se, null_category = _core_fit(
+        theta, delta, observations, active, conditional, core_raters, joint_items, bias_correction, settings
+    )
 
     # Extreme raters, one by one against the core, after the extreme JML items they rated.
     if rater_extreme.any():
-        outside = ~conditional & item_extreme
-        if outside.any():
-            ok, more = _items_fit(theta, delta, r_obs, i_obs, x, active, outside, m, settings)
-            converged, iterations = converged and ok, iterations + more
-        ok, more = _extreme_raters_fit(
-            theta, delta, ability_se, (r_obs, i_obs, x), active, rater_extreme, conditional, settings
+        ok, more = _extremes_fit(
+            theta, delta, ability_se, observations, active, rater_extreme, item_extreme, conditional, settings
         )
         converged, iterations = converged and ok, iterations + more
 
     # Thresholds of the conditioned and the extreme items, with every competency anchored.
     estimable = np.isfinite(theta) & (rater_n > 0)
     others = (item_n > 0) & ~joint_items
-    ok, more = _items_fit(theta, delta, r_obs, i_obs, x, estimable[r_obs], others, m, settings)
+    ok, more, others_null = _anchored_items_fit(theta, delta, observations, estimable[r_obs], others, settings)
     converged, iterations = converged and ok, iterations + more
-    null_category |= (
-        others & _smooth_null_categories(_item_counts(i_obs[estimable[r_obs]], x[estimable[r_obs]], m, n_items))[1]
-    )
+    null_category |= others_null
 
-    if core_raters.any():
-        shift = theta[core_raters].mean()
-        theta -= shift
-        delta -= shift
+    _identify(theta, delta, core_raters)
 
     # Model-based standard errors of the thresholds, from the responses each item was fitted on.
     used = np.where(joint_items[i_obs], active, estimable[r_obs])
-    p = _category_probs(theta[r_obs[used]], _cumulative(delta)[i_obs[used]])
-    _, info = _item_information(p, i_obs[used], n_items)
-    rated_items = np.bincount(i_obs[used], minlength=n_items) > 0
-    step_se = np.full((n_items, m), np.nan)
-    step_se[rated_items] = np.sqrt(np.diagonal(np.linalg.inv(info[rated_items]), axis1=1, axis2=2))
+    step_se, rated_items = _step_se(theta, delta, observations, used, m)
 
     theta[~estimable] = np.nan
     ability_se[~estimable] = np.nan
     delta[~rated_items] = np.nan
-    # Map the fitted steps back to the rubric's two steps (LA -> AA, AA -> EA).
-    thresholds = np.full((n_items, MAX_SCORE), np.nan)
-    threshold_se = np.full((n_items, MAX_SCORE), np.nan)
-    for j in range(1, MAX_SCORE + 1):
-        step = int(np.searchsorted(categories, j))  # first observed category >= j
-        if 1 <= step <= m:
-            thresholds[:, j - 1] = delta[:, step - 1]
-            threshold_se[:, j - 1] = step_se[:, step - 1]
+    thresholds, threshold_se = _rubric_steps(delta, categories), _rubric_steps(step_se, categories)
 
     null_category &= ~item_extreme & (item_n > 0)
     arrays = (theta, ability_se, thresholds, threshold_se, rater_extreme, item_extreme, null_category, conditional)
@@ -590,6 +532,161 @@ def fit_pcm(
         categories=categories,
         bias_factor=bias_factor,
     )
+
+
+def _observed_scores(responses) -> tuple[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray], tuple[int, ...]]:
+    """The matrix's shape, its responses as (rater, item, score) and the rubric scores observed.
+
+    Scores are renumbered 0..m over the observed categories, so a category nobody used is a
+    structural zero the model does not see (module docstring). Raises ValueError as fit_pcm says.
+    """
+    data = np.asarray(responses, dtype=float)
+    if data.ndim != 2:
+        raise ValueError("responses must be a raters x items array")
+    r_obs, i_obs = np.nonzero(~np.isnan(data))
+    values = data[r_obs, i_obs]
+    if not np.isin(values, np.arange(MAX_SCORE + 1)).all():
+        raise ValueError("scores must be 0 (LA), 1 (AA), 2 (EA) or NaN")
+    categories = tuple(int(c) for c in np.unique(values))
+    if len(categories) < 2:
+        raise ValueError("the PCM needs at least two different scores in the data")
+    x = np.searchsorted(categories, values)  # structural zeros removed: scores 0..m
+    return data.shape, (r_obs, i_obs, x), categories
+
+
+def _starting_values(observations, m: int, rater_n: np.ndarray, item_n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Starting competencies and thresholds: the log-odds of each rater's and each item's mean score."""
+    r_obs, i_obs, x = observations
+    n_raters, n_items = rater_n.size, item_n.size
+    raw = np.bincount(r_obs, x, n_raters)
+    theta = np.log((raw + 0.5) / (m * rater_n - raw + 0.5))
+    counts_all = _item_counts(i_obs, x, m, n_items)
+    delta = -np.log((_at_least(counts_all) + 0.5) / (item_n[:, None] - _at_least(counts_all) + 0.5))
+    return theta, delta
+
+
+def _core_fit(theta, delta, observations, active, conditional, core_raters, joint_items, bias_correction, settings):
+    """The core raters and the JML items (in place), from the core's responses only.
+
+    Returns converged, iterations, the bias factor, the core's ability_se (NaN elsewhere) and
+    the JML items with a null category (smoothed for the fit).
+    """
+    r_obs, i_obs, x = observations
+    m = settings["m"]
+    n_raters, n_items = theta.size, delta.shape[0]
+    ra, ia, xa = r_obs[active], i_obs[active], x[active]
+    on_conditioned = conditional[ia]
+    conditioned = _Conditioned.build(ra[on_conditioned], ia[on_conditioned], xa[on_conditioned])
+    joint = _Joint(ra[~on_conditioned], ia[~on_conditioned], xa[~on_conditioned])
+    joint_counts, null_category = _smooth_null_categories(_item_counts(joint.item, joint.x, m, n_items))
+    rater_target = np.bincount(ra, xa, n_raters)
+    item_target = _at_least(joint_counts)
+    converged, iterations = _fit(
+        theta, delta, conditioned, joint, rater_target, item_target, core_raters, joint_items,
+        centre=True, **settings,
+    )  # fmt: skip
+    bias_factor = 1.0
+    if bias_correction and joint_items.any():
+        bias_factor = _shrink_joint_items(delta, joint, core_raters, joint_items)
+        ok, more = _fit(
+            theta, delta, conditioned, joint, rater_target, item_target, core_raters,
+            np.zeros(n_items, dtype=bool), centre=False, **settings,
+        )  # fmt: skip
+        converged, iterations = converged and ok, iterations + more
+    _, information = _rater_moments(theta, delta, conditioned, joint, m)
+    ability_se = np.full(n_raters, np.nan)
+    ability_se[core_raters] = 1 / np.sqrt(information[core_raters])
+    return converged, iterations, bias_factor, ability_se, null_category
+
+
+def _shrink_joint_items(delta: np.ndarray, joint: _Joint, core_raters: np.ndarray, joint_items: np.ndarray) -> float:
+    """Wright & Douglas's (L-1)/L correction of the JML items' thresholds (in place), returned.
+
+    L is the mean number of JML-item responses per core rater; the thresholds shrink about
+    their mean, so the core's centring is kept (module docstring).
+    """
+    bias_factor = 1.0
+    joint_per_rater = np.bincount(joint.rater, minlength=core_raters.size)
+    items_per_rater = float(np.mean(joint_per_rater[core_raters & (joint_per_rater > 0)]))
+    if items_per_rater > 1:
+        bias_factor = (items_per_rater - 1) / items_per_rater
+    centre = delta[joint_items].mean()
+    delta[joint_items] = centre + bias_factor * (delta[joint_items] - centre)
+    return bias_factor
+
+
+def _extremes_fit(
+    theta, delta, ability_se, observations, active, rater_extreme, item_extreme, conditional, settings
+) -> tuple[bool, int]:
+    """The extreme raters, one by one against the core (in place), after the extreme JML items.
+
+    The raters' fit anchors every JML item, so those items are fitted first, from the
+    responses in ``active``. Returns converged and iterations of both fits together.
+    """
+    r_obs, i_obs, x = observations
+    converged, iterations = True, 0
+    outside = ~conditional & item_extreme
+    if outside.any():
+        ok, more = _items_fit(theta, delta, r_obs, i_obs, x, active, outside, settings["m"], settings)
+        converged, iterations = converged and ok, iterations + more
+    ok, more = _extreme_raters_fit(theta, delta, ability_se, observations, active, rater_extreme, conditional, settings)
+    return converged and ok, iterations + more
+
+
+def _anchored_items_fit(theta, delta, observations, use, free_items, settings) -> tuple[bool, int, np.ndarray]:
+    """Thresholds of ``free_items`` from the responses in ``use`` (every competency anchored).
+
+    Returns converged, iterations and which of these items have a category never observed on
+    them (smoothed for the fit).
+    """
+    r_obs, i_obs, x = observations
+    m = settings["m"]
+    converged, iterations = _items_fit(theta, delta, r_obs, i_obs, x, use, free_items, m, settings)
+    null_category = free_items & _smooth_null_categories(_item_counts(i_obs[use], x[use], m, delta.shape[0]))[1]
+    return converged, iterations, null_category
+
+
+def _identify(theta: np.ndarray, delta: np.ndarray, core_raters: np.ndarray) -> None:
+    """Shift every measure (in place) so that the core raters' mean competency is 0 logits.
+
+    Pinning the core's mean keeps the competencies free of the pairs' small-sample threshold
+    error (module docstring).
+    """
+    if core_raters.any():
+        shift = theta[core_raters].mean()
+        theta -= shift
+        delta -= shift
+
+
+def _step_se(theta, delta, observations, used, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Model-based standard errors of the fitted steps (items x m) and which items were rated.
+
+    Each item's information comes from the responses in ``used``, those it was fitted on;
+    NaN for an item with none.
+    """
+    r_obs, i_obs, _ = observations
+    n_items = delta.shape[0]
+    p = _category_probs(theta[r_obs[used]], _cumulative(delta)[i_obs[used]])
+    _, info = _item_information(p, i_obs[used], n_items)
+    rated_items = np.bincount(i_obs[used], minlength=n_items) > 0
+    step_se = np.full((n_items, m), np.nan)
+    step_se[rated_items] = np.sqrt(np.diagonal(np.linalg.inv(info[rated_items]), axis1=1, axis2=2))
+    return step_se, rated_items
+
+
+def _rubric_steps(steps: np.ndarray, categories: tuple[int, ...]) -> np.ndarray:
+    """Fitted steps (items x m) mapped back to the rubric's two (LA -> AA, AA -> EA), items x 2.
+
+    A step over a category never observed stands for both rubric steps it spans; a rubric
+    step with no fitted step is NaN (module docstring).
+    """
+    m = len(categories) - 1
+    rubric = np.full((steps.shape[0], MAX_SCORE), np.nan)
+    for j in range(1, MAX_SCORE + 1):
+        step = int(np.searchsorted(categories, j))  # first observed category >= j
+        if 1 <= step <= m:
+            rubric[:, j - 1] = steps[:, step - 1]
+    return rubric
 
 
 def _items_fit(theta, delta, r_obs, i_obs, x, use, free_items, m, settings) -> tuple[bool, int]:

@@ -18,7 +18,7 @@ from django.db.models import OuterRef, Q, Subquery
 
 from annotators.models import Participation, RaterProfile, SessionOutcome
 from annotators.study.pay import MedianPay, median_pay, money, pay_for, session_seconds
-from annotators.study.settings import study
+from annotators.study.settings import StudySettings, study
 from annotators.study.timing import capped_seconds
 from ratinggame.models import GAME_STAGES, Rating
 
@@ -133,70 +133,20 @@ def pay_report(*, start: datetime, end: datetime) -> PayReport:
     if end <= start:
         raise PayPeriodError("The period must end after it starts.")
     rules = study()
-    profiles = {
-        profile.user_id: profile
-        for profile in RaterProfile.objects.raters(with_withdrawn=True)
-        .filter(user__ratings__submitted_at__gte=start, user__ratings__submitted_at__lt=end)
-        .distinct()
-        .select_related("user")
-        .annotate(last_game_rating=Subquery(_last_game_rating(end)))
-    }
-    tallies: dict[int, _Tally] = defaultdict(_Tally)
-    ratings = (
-        Rating.objects.filter(rater_id__in=profiles, submitted_at__gte=start, submitted_at__lt=end)
-        .order_by("rater_id", "served_at", "id")
-        .values_list("rater_id", "stage", "excluded", "served_at", "submitted_at")
-    )
-    for rater_id, stage, excluded, served, submitted in ratings.iterator(chunk_size=5000):
-        tally = tallies[rater_id]
-        tally.timings.append((served, submitted, capped_seconds(served, submitted, rules.active_seconds_cap)))
-        tally.ratings += 1
-        if stage in GAME_STAGES:
-            tally.counted += not excluded
-            tally.excluded += excluded
-    shown = dict(
-        Rating.objects.filter(pk__in=[p.last_game_rating for p in profiles.values() if p.last_game_rating])
-        .values_list("pk", "feedback")
-        .iterator()
-    )
+    profiles = _period_profiles(start, end)
+    tallies = _tallies(profiles, start, end, rules.active_seconds_cap)
+    shown = _shown_feedback(profiles)
     participations = {p.profile_id: p for p in Participation.objects.filter(profile__in=profiles.values())}
     rows, all_sessions, pay_per_session = [], [], []
     for user_id, profile in sorted(profiles.items(), key=lambda item: item[1].pk):
         tally = tallies[user_id]
         sessions = session_seconds(tally.timings)
-        seconds = sum(sessions)
         points = int((shown.get(profile.last_game_rating) or {}).get("stage_total", 0))
-        pay = pay_for(active_seconds=seconds, points=points, hourly=rules.pay_hourly, per_point=rules.pay_per_point)
         participation = participations.get(profile.pk)
-        rows.append(
-            PayRow(
-                profile_id=profile.pk,
-                username=profile.user.get_username(),
-                platform=participation.platform if participation else "",
-                participant_id=participation.external_id if participation else "",
-                study_id=participation.study_id if participation else "",
-                session_id=participation.session_id if participation else "",
-                outcome=participation.outcome if participation else "",
-                withdrawn=profile.withdrawn_at is not None,
-                active_seconds=seconds,
-                sessions=len(sessions),
-                ratings=tally.ratings,
-                counted=tally.counted,
-                excluded=tally.excluded,
-                points=points,
-                base=pay.base,
-                bonus=pay.bonus,
-                probation_after_game=bool(participation and participation.probation_after_game),
-                base_as_bonus=rules.pay_base_as_bonus,
-            )
-        )
+        row = _pay_row(profile, participation, tally, sessions, points, rules)
+        rows.append(row)
         all_sessions.extend(sessions)
-        # Judged at the median: what the participant receives. With the study's reward on the
-        # platform set, that reward and the platform's bonus on top (the base is the reward's
-        # part unless the study pays it as a bonus); without it, this site's amount.
-        paid = pay.amount
-        if participation and rules.platform_reward:
-            paid = rules.platform_reward + (pay.amount if rules.pay_base_as_bonus else pay.bonus)
+        paid = _received(row, participation, rules)
         pay_per_session.extend([money(paid / len(sessions))] * len(sessions))
     median = median_pay(all_sessions, pay_per_session, rules.platform_min_hourly)
     if median.adjustment:
@@ -211,6 +161,98 @@ def pay_report(*, start: datetime, end: datetime) -> PayReport:
         rows=rows,
         median=median,
     )
+
+
+def _period_profiles(start: datetime, end: datetime) -> dict[int, RaterProfile]:
+    """Every study rater with a rating in [start, end), withdrawn ones too, by user id.
+
+    Each carries ``last_game_rating``: the pk of its last game rating before ``end``, whose
+    feedback holds the points it was last shown.
+    """
+    return {
+        profile.user_id: profile
+        for profile in RaterProfile.objects.raters(with_withdrawn=True)
+        .filter(user__ratings__submitted_at__gte=start, user__ratings__submitted_at__lt=end)
+        .distinct()
+        .select_related("user")
+        .annotate(last_game_rating=Subquery(_last_game_rating(end)))
+    }
+
+
+def _tallies(profiles: dict[int, RaterProfile], start: datetime, end: datetime, cap: int) -> dict[int, _Tally]:
+    """Per rater (user id), the period's ratings: their timings in serve order and their counts.
+
+    ``cap`` is the study's cap on one rating's active seconds. Only game ratings are counted
+    or excluded; every rating counts in ``ratings``.
+    """
+    tallies: dict[int, _Tally] = defaultdict(_Tally)
+    ratings = (
+        Rating.objects.filter(rater_id__in=profiles, submitted_at__gte=start, submitted_at__lt=end)
+        .order_by("rater_id", "served_at", "id")
+        .values_list("rater_id", "stage", "excluded", "served_at", "submitted_at")
+    )
+    for rater_id, stage, excluded, served, submitted in ratings.iterator(chunk_size=5000):
+        tally = tallies[rater_id]
+        tally.timings.append((served, submitted, capped_seconds(served, submitted, cap)))
+        tally.ratings += 1
+        if stage in GAME_STAGES:
+            tally.counted += not excluded
+            tally.excluded += excluded
+    return tallies
+
+
+def _shown_feedback(profiles: dict[int, RaterProfile]) -> dict[int, dict]:
+    """The feedback of each profile's last game rating, by rating pk: the points it was shown."""
+    return dict(
+        Rating.objects.filter(pk__in=[p.last_game_rating for p in profiles.values() if p.last_game_rating])
+        .values_list("pk", "feedback")
+        .iterator()
+    )
+
+
+def _pay_row(
+    profile: RaterProfile,
+    participation: Participation | None,
+    tally: _Tally,
+    sessions: list[float],
+    points: int,
+    rules: StudySettings,
+) -> PayRow:
+    """One rater's row and pay; the platform's columns are empty for open sign-up (no participation)."""
+    seconds = sum(sessions)
+    pay = pay_for(active_seconds=seconds, points=points, hourly=rules.pay_hourly, per_point=rules.pay_per_point)
+    return PayRow(
+        profile_id=profile.pk,
+        username=profile.user.get_username(),
+        platform=participation.platform if participation else "",
+        participant_id=participation.external_id if participation else "",
+        study_id=participation.study_id if participation else "",
+        session_id=participation.session_id if participation else "",
+        outcome=participation.outcome if participation else "",
+        withdrawn=profile.withdrawn_at is not None,
+        active_seconds=seconds,
+        sessions=len(sessions),
+        ratings=tally.ratings,
+        counted=tally.counted,
+        excluded=tally.excluded,
+        points=points,
+        base=pay.base,
+        bonus=pay.bonus,
+        probation_after_game=bool(participation and participation.probation_after_game),
+        base_as_bonus=rules.pay_base_as_bonus,
+    )
+
+
+def _received(row: PayRow, participation: Participation | None, rules: StudySettings) -> Decimal:
+    """What the participant receives, as the pay at the median judges it.
+
+    With the study's reward on the platform set, that reward and the platform's bonus on top
+    (the base is the reward's part unless the study pays it as a bonus); without it, this
+    site's amount.
+    """
+    if participation and rules.platform_reward:
+        return rules.platform_reward + row.platform_bonus
+    return row.amount
 
 
 def _last_game_rating(end: datetime):
