@@ -502,6 +502,9 @@ LOGGING = {
         # The request log line replaces Django's own for 4xx/5xx responses, which has no id.
         "django.request": {"level": "ERROR"},
         "django.server": {"level": "WARNING"},
+        # Tasks run inline (no broker): a line per task that succeeded is noise on a laptop (the demo's
+        # twenty image copies pushed its accounts off the screen); a task that fails still logs.
+        **({"celery.app.trace": {"level": "WARNING"}} if CELERY_TASK_ALWAYS_EAGER else {}),
     },
 }
 

@@ -216,7 +216,8 @@ def _resolved(path: Path) -> Path:
 class _ImageReader:
     """Reads and checks each image file once, however many rows name it."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, where: str = "the images folder"):
+        self.where = where  # the images as the researcher knows them, for the errors
         try:
             self.folder = _resolved(folder)
         except OSError as exc:
@@ -247,9 +248,9 @@ class _ImageReader:
             # Only plain names inside the images folder: no absolute paths, no '..'.
             path = _resolved(self.folder / name)
             if Path(name).is_absolute() or self.folder not in path.parents:
-                return ImageRejected(f"image {name!r} must be a file name inside the images folder")
+                return ImageRejected(f"image {name!r} must be a file name inside {self.where}")
             if not path.is_file():
-                return ImageRejected(f"image file {name!r} not found in the images folder")
+                return ImageRejected(f"image file {name!r} not found in {self.where}")
             with path.open("rb") as handle:
                 return check_image_bytes(read_limited(handle))
         except PermissionError:
@@ -350,6 +351,7 @@ def import_manifest(
     skip_invalid: bool = False,
     progress: Progress | None = None,
     on_written: Callable[[ImportReport], None] | None = None,
+    images_named: str = "the images folder",
 ) -> ImportReport:
     """Check every row, then write all of them in one transaction (or none).
 
@@ -357,6 +359,7 @@ def import_manifest(
     writes (the writing itself is one transaction: a progress row updated inside it would be
     seen by nobody before the commit). ``on_written`` is called with the report inside that
     transaction, after the last row: what it writes is committed with the rows or not at all.
+    ``images_named``: how the errors name where the images are (a browser upload has no folder).
     """
     pool = clean_pool(pool)
     if not images_dir.is_dir():
@@ -367,7 +370,7 @@ def import_manifest(
         raise ManifestError(f"cannot read the manifest {manifest}: {exc.strerror}") from None
     rows = read_manifest_rows(data, manifest.name)
     checking = (lambda fraction, message: progress(0.8 * fraction, message)) if progress else None
-    valid, errors = validate_rows(rows, _ImageReader(images_dir), pool, checking)
+    valid, errors = validate_rows(rows, _ImageReader(images_dir, images_named), pool, checking)
     report = ImportReport(rows=len(rows), valid_rows=len(valid), errors=errors, dry_run=dry_run)
     if errors and not skip_invalid:
         raise ImportFailed(report)

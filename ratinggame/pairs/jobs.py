@@ -123,6 +123,7 @@ def import_job_execute(job_id: int) -> str:
             report = import_manifest(
                 manifest=folder / params["manifest"],
                 images_dir=folder / IMAGES,
+                images_named="the uploaded images",
                 pool=params["pool"],
                 dry_run=params["dry_run"],
                 skip_invalid=params["skip_invalid"],

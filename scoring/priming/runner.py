@@ -78,7 +78,7 @@ CLAIM_BATCHES = 4
 # variable names; the README's "Model priming" names the settings.
 NO_MODEL_NOTE = (
     "waiting: no priming model is configured on this site (the README's Model priming section says how); "
-    "primed by the periodic sweep or `manage.py prime_pairs` once one is set"
+    "primed by the periodic sweep, or at once by the command manage.py prime_pairs, once one is set"
 )
 
 

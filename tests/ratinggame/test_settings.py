@@ -1,6 +1,7 @@
 """The environment switches of ratinggame.settings, each read by a fresh interpreter."""
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -23,6 +24,7 @@ print(json.dumps({
     "conn_max_age": db.get("CONN_MAX_AGE"), "health_checks": db.get("CONN_HEALTH_CHECKS"),
     "no_server_side_cursors": db.get("DISABLE_SERVER_SIDE_CURSORS"),
     "prepared_statements": settings.RATINGGAME["PREPARED_STATEMENTS"],
+    "task_log": __import__("logging").getLogger("celery.app.trace").getEffectiveLevel(),
 }))
 """
 
@@ -62,6 +64,8 @@ def test_laptop_defaults_are_sqlite_under_var_eager_and_debug(tmp_path):
     assert conf["broker"] == "memory://"
     assert conf["debug"] is True
     assert conf["media"] == str(tmp_path / "var" / "media")
+    # Inline tasks log only what goes wrong: `make run`'s demo accounts stay on the screen.
+    assert conf["task_log"] == logging.WARNING
 
 
 def test_postgres_url_selects_postgresql(tmp_path):
@@ -160,6 +164,7 @@ def test_broker_url_turns_off_eager_mode(tmp_path):
     conf = settings_of(tmp_path, CELERY_BROKER_URL="redis://127.0.0.1:6379/0")
     assert conf["eager"] is False
     assert conf["broker"] == "redis://127.0.0.1:6379/0"
+    assert conf["task_log"] == logging.INFO  # a worker's log keeps every task
 
 
 def test_media_root_from_environment(tmp_path):

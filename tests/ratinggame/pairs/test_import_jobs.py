@@ -83,7 +83,7 @@ def test_a_small_upload_is_imported_within_the_request_as_a_job_too():
     refused = upload(client, ["p2.png,c", "nowhere.png,d"])
     assert refused.status_code == 400
     assert error_of(refused)["details"]["rows"] == [
-        {"row": 3, "reason": "image file 'nowhere.png' not found in the images folder"}
+        {"row": 3, "reason": "image file 'nowhere.png' not found in the uploaded images"}
     ]
 
 

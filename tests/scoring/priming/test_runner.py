@@ -131,6 +131,7 @@ def test_without_a_model_new_pairs_wait_visibly_and_are_primed_once_one_is_set(
         pair.refresh_from_db()
         assert pair.priming_status == PrimingStatus.PENDING and pair.priming_claimed_at is None
         assert "no priming model is configured" in pair.priming_error and "RATINGGAME_" not in pair.priming_error
+        assert "`" not in pair.priming_error  # words for the import report and the admin, not markup
     assert not ModelRating.objects.exists()
     # A claim left by a worker that died goes back to waiting as well.
     long_ago = timezone.now() - timedelta(seconds=settings.RATINGGAME["PRIMING_STALE_SECONDS"] + 60)
