@@ -105,3 +105,13 @@ def sent_tasks(monkeypatch):
         BackgroundTask, "apply_async", lambda self, args=None, kwargs=None, **options: sent.append((self.name, args))
     )
     return sent
+
+
+@pytest.fixture
+def three_second_rules(settings):
+    """The rules most journey tests play by: the 3-second minimum per pair (SPEC 3), assignments
+    that expire after 30 minutes, and fast password hashing for the accounts they make."""
+    from tests.ratinggame.journey_helpers import FAST_HASHERS
+
+    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 3.0, "ASSIGNMENT_EXPIRY_SECONDS": 1800}
+    settings.PASSWORD_HASHERS = FAST_HASHERS

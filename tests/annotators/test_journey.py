@@ -14,7 +14,6 @@ from annotators.roles import ANNOTATOR, has_role
 from ratinggame.models import Rating
 from tests.factories import UserFactory
 from tests.ratinggame.journey_helpers import (
-    FAST_HASHERS,
     Clock,
     game_pairs,
     probation_pairs,
@@ -24,13 +23,7 @@ from tests.ratinggame.journey_helpers import (
     value_scoring,
 )
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fast(settings):
-    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 3.0, "ASSIGNMENT_EXPIRY_SECONDS": 1800}
-    settings.PASSWORD_HASHERS = FAST_HASHERS
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("three_second_rules")]
 
 
 # --- The state machine ----------------------------------------------------------------------

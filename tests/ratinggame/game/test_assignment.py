@@ -13,7 +13,6 @@ from ratinggame.game.assignment import assign_rank_for, game_pair_claim
 from ratinggame.models import AssignRank
 from ratinggame.tasks import release_expired_assignments
 from tests.ratinggame.journey_helpers import (
-    FAST_HASHERS,
     T0,
     Clock,
     assert_pairs_consistent,
@@ -25,13 +24,7 @@ from tests.ratinggame.journey_helpers import (
     tutorial_pairs,
 )
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _three_seconds(settings):
-    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 3.0, "ASSIGNMENT_EXPIRY_SECONDS": 1800}
-    settings.PASSWORD_HASHERS = FAST_HASHERS
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("three_second_rules")]
 
 
 def serve(user, now=T0):

@@ -14,7 +14,7 @@ from ratinggame import game
 from ratinggame.game.aggregates import pair_aggregates_recompute
 from ratinggame.models import MAX_HUMAN_RATINGS, Assignment, CaptionPair, Pool, Rating
 from scoring.consensus import consensus_rating, player_score
-from tests.ratinggame.journey_helpers import FAST_HASHERS, T0, assert_pairs_consistent, game_pairs, rater, seed_ratings
+from tests.ratinggame.journey_helpers import T0, assert_pairs_consistent, game_pairs, rater, seed_ratings
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -22,9 +22,8 @@ RATERS = 50
 
 
 @pytest.fixture(autouse=True)
-def _three_seconds(settings, require_postgres):
-    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 3.0, "ASSIGNMENT_EXPIRY_SECONDS": 1800}
-    settings.PASSWORD_HASHERS = FAST_HASHERS
+def _postgres(require_postgres, three_second_rules):
+    pass
 
 
 def run_at_once(work, count: int) -> list:

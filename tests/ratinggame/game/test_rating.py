@@ -16,7 +16,6 @@ from ratinggame.models import Assignment, CaptionPair, Pool, Rating
 from scoring.consensus import player_score
 from tests.factories import CaptionPairFactory
 from tests.ratinggame.journey_helpers import (
-    FAST_HASHERS,
     T0,
     WAIT,
     Clock,
@@ -30,15 +29,9 @@ from tests.ratinggame.journey_helpers import (
     value_scoring,
 )
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("three_second_rules")]
 
 EXPERTS = [1, 2, 3, 4, 5, 1, 2, 3, 4, 5]
-
-
-@pytest.fixture(autouse=True)
-def _three_seconds(settings):
-    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 3.0, "ASSIGNMENT_EXPIRY_SECONDS": 1800}
-    settings.PASSWORD_HASHERS = FAST_HASHERS
 
 
 def play_tutorial(user, clock: Clock, points: list[int]) -> list[tuple[game.Served, game.Feedback]]:

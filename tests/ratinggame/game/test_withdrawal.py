@@ -11,7 +11,6 @@ from annotators.models import RaterAction, RaterState
 from ratinggame.game.withdrawal import WITHDRAWN_REASON, rater_withdraw
 from ratinggame.models import CaptionPair, Rating
 from tests.ratinggame.journey_helpers import (
-    FAST_HASHERS,
     T0,
     Clock,
     assert_pairs_consistent,
@@ -21,14 +20,8 @@ from tests.ratinggame.journey_helpers import (
     seed_ratings,
 )
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("three_second_rules")]
 PASSWORD = "correct horse battery staple"
-
-
-@pytest.fixture(autouse=True)
-def _fast(settings):
-    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 3.0, "ASSIGNMENT_EXPIRY_SECONDS": 1800}
-    settings.PASSWORD_HASHERS = FAST_HASHERS
 
 
 def test_withdrawal_excludes_the_ratings_from_consensus_and_anonymises_the_account():
