@@ -14,6 +14,7 @@
   if (!next) {
     return;
   }
+  window.MoreBelow.watch(next.closest(".actions.next"));
   if (!document.querySelector(".dispute[open]")) {
     next.focus();
   }

@@ -235,6 +235,7 @@ script the form posts as a page.
       showNext();
     });
     next.focus();
+    window.MoreBelow.watch(next.closest(".actions.next"));
     // Fetch the next image now, as the page would show it (same sizes, same copy from srcset).
     var ahead = new Image();
     ahead.sizes = image.sizes;

@@ -316,3 +316,66 @@ def test_skip_this_pair_by_button_or_key_shows_the_next_pair_and_never_the_skipp
         assert "Your next skip comes with game pair 40" in page.inner_text(".messages")
         assert page.inner_text("#caption").split("\n")[-1].strip() == seen[1]
     assert not Rating.objects.exists()
+
+
+# What the feedback most needs read: the demo's longest explanation is 60 words; this one is longer.
+LONG_EXPLANATION = " ".join(
+    ["Everything important is here and correct: the astronaut, her suit, the flag, the model and the helmet,"]
+    + ["each placed in space, and calling it a portrait interprets the setting, which level 5 asks for."] * 3
+)
+# How far the panel's last line before the bar reaches under the sticky "Next" bar (px; <= 0: in view).
+HIDDEN_BY = """() => {
+  const bar = document.querySelector(".actions.next");
+  let bottom = 0;
+  for (let e = bar.previousElementSibling; e; e = e.previousElementSibling) {
+    if (e.getClientRects().length) { bottom = Math.max(bottom, e.getBoundingClientRect().bottom); }
+  }
+  return bottom - bar.getBoundingClientRect().top;
+}"""
+
+
+def test_feedback_under_the_next_bar_says_so_and_a_press_shows_the_rest(live_server, chromium_path, fast):
+    """Issue 35, item 1: a wrong answer's explanation ran on under the sticky "Next pair" and
+    nothing said there was more. At both sizes, on the feedback page and in place, either the
+    verdict and the explanation end above the bar, or the bar says "More below" and a press on
+    it brings their end above the bar."""
+    for index in range(2):
+        TutorialPairFactory(
+            image=photo_like_image(index + 1),
+            caption=LONG_CAPTION,
+            expert_rating=5,
+            explanation=LONG_EXPLANATION,
+            display_order=index,
+        )
+    problems = []
+    with chromium(chromium_path) as browser:
+        for size, options in SIZES.items():
+            user = rater(RaterState.TUTORIAL)
+            page = signed_in(browser, live_server, user, **options)
+            for how in ("in place", "as a page"):
+                page.goto(f"{live_server.url}/play/tutorial/")
+                wait_until(page, "document.getElementById('pair-image').complete")
+                page.locator("label[for=value-1]").click()
+                page.locator("#submit-rating:enabled").click()
+                page.wait_for_url(re.compile(r"/play/feedback/\d+/$"))
+                if how == "as a page":
+                    page.reload()
+                page.locator(".actions.next #continue").wait_for()
+                more = page.locator(".more-below")
+                if page.evaluate(HIDDEN_BY) > 0:
+                    if not more.is_visible():
+                        problems.append(f"{size} {how}: hidden under the bar, and nothing says so")
+                        continue
+                    more.click()
+                    deadline = time.monotonic() + 5
+                    while page.evaluate(HIDDEN_BY) > 8 and time.monotonic() < deadline:
+                        page.wait_for_timeout(50)  # the scroll is smooth
+                    if page.evaluate(HIDDEN_BY) > 8:
+                        problems.append(f"{size} {how}: still hidden after 'More below'")
+                    if more.is_visible():
+                        problems.append(f"{size} {how}: 'More below' stays after the rest is shown")
+                elif more.count() and more.is_visible():
+                    problems.append(f"{size} {how}: 'More below' with nothing below")
+                page.screenshot(path=str(ARTIFACTS / f"feedback-long-{how.replace(' ', '-')}-{size}.png"))
+            page.context.close()
+    assert not problems, "\n".join(problems)

@@ -1,0 +1,48 @@
+/* Feedback whose end lies under the sticky "Next" bar (a long explanation, a phone): the bar says
+   so ("More below") and a press scrolls the rest into view, so that nobody goes on without having
+   seen the sentence they most need. Shared by the feedback page and the rating page's in-place
+   feedback (a new bar with each feedback: the one watched is the latest); the bar stays in view. */
+(function () {
+  "use strict";
+
+  var MARGIN = 8; // px of air between the last line read and the bar
+  var current = null; // { bar, button }
+
+  // How far what the panel shows before the bar (the verdict, the explanation) reaches under it.
+  function hiddenBy(bar) {
+    var bottom = 0;
+    for (var element = bar.previousElementSibling; element; element = element.previousElementSibling) {
+      if (element.getClientRects().length) {
+        bottom = Math.max(bottom, element.getBoundingClientRect().bottom);
+      }
+    }
+    return bottom + MARGIN - bar.getBoundingClientRect().top;
+  }
+
+  function update() {
+    if (current) {
+      current.button.hidden = !current.bar.isConnected || hiddenBy(current.bar) <= MARGIN;
+    }
+  }
+
+  function watch(bar) {
+    if (!bar) {
+      return;
+    }
+    var button = document.createElement("button");
+    button.type = "button";
+    button.className = "link more-below";
+    button.textContent = "More below ↓";
+    button.addEventListener("click", function () {
+      window.scrollBy({ top: hiddenBy(bar), behavior: "smooth" });
+    });
+    bar.appendChild(button);
+    current = { bar: bar, button: button };
+    update();
+  }
+
+  window.addEventListener("scroll", update, { passive: true });
+  window.addEventListener("resize", update);
+  window.addEventListener("load", update); // images and fonts may move the text as they load
+  window.MoreBelow = { watch: watch };
+})();
