@@ -13,7 +13,7 @@ from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db.models import Count
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import get_token
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -32,6 +32,7 @@ from ratinggame.fragments import play_title, render_fragment
 from ratinggame.game.prefetch import next_pair_image
 from ratinggame.game.reports import REPORT_MAX_CHARS
 from ratinggame.game.withdrawal import rater_withdraw
+from ratinggame.links import fixed_url
 from ratinggame.models import CaptionPair, Image, Rating, ReportReason
 from ratinggame.pairs.derivatives import display_image
 from scoring.consensus import points_table
@@ -134,11 +135,17 @@ def skip(request: HttpRequest) -> HttpResponse:
         assignment_id = int(request.POST.get("assignment", ""))
     except ValueError:
         assignment_id = None
+    # The rating page's script asks for JSON: a refusal is then said on the page, which keeps the
+    # pair and its countdown; without a script the refusal is a message on the page reloaded.
+    in_place = request.accepts("application/json") and not request.accepts("text/html")
     try:
         skipped = game.pair_skip(rater=request.user, assignment_id=assignment_id)
     except game.RatingRejected as rejected:
         if rejected.code == game.SESSION_ENDED:
-            return redirect("annotators:study_complete")
+            page = fixed_url("annotators:study_complete")
+            return JsonResponse({"page": page}) if in_place else redirect(page)
+        if in_place:
+            return JsonResponse({"code": rejected.code, "message": rejected.message}, status=rejected.status)
         messages.error(request, rejected.message)
     else:
         left = skipped.skips_left
@@ -148,7 +155,7 @@ def skip(request: HttpRequest) -> HttpResponse:
             else "That was your last skip for now: another one comes with every ten game pairs."
         )
         messages.success(request, f"Skipped: no rating, no points. {more}")
-    return redirect("annotators:play")
+    return JsonResponse({"page": fixed_url("annotators:play")}) if in_place else redirect("annotators:play")
 
 
 def rate_response(

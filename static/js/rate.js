@@ -195,6 +195,36 @@ script the form posts as a page.
       });
   }
 
+  // "Skip this pair" asked without leaving the page: a refused skip keeps the pair, its countdown
+  // and the choice made, and says why (as a page, the refusal reloaded the screen); a skip taken
+  // opens the next pair's page, as without a script.
+  var skipForm = document.getElementById("skip-form");
+  if (skipForm && inPlace) {
+    skipForm.addEventListener("submit", function (event) {
+      event.preventDefault();
+      window
+        .fetch(skipForm.action, {
+          method: "POST",
+          body: new FormData(skipForm),
+          credentials: "same-origin",
+          headers: { Accept: "application/json" },
+        })
+        .then(function (response) {
+          return response.json();
+        })
+        .then(function (body) {
+          if (body.page) {
+            window.location.assign(body.page);
+          } else {
+            refused(body.message || "The pair was not skipped. Please try again.");
+          }
+        })
+        .catch(function () {
+          skipForm.submit();
+        });
+    });
+  }
+
   function refused(message) {
     sending = false;
     submit.disabled = !ready;

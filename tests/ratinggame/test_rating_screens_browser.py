@@ -310,11 +310,16 @@ def test_skip_this_pair_by_button_or_key_shows_the_next_pair_and_never_the_skipp
         seen.append(page.inner_text("#caption").split("\n")[-1].strip())
         page.screenshot(path=str(ARTIFACTS / f"skipped-{size}.png"))
         assert seen[1] != seen[0]
-        # The limit: the next skip is refused with the reason, and the pair stays on screen.
+        # The limit: the next skip is refused with the reason, and the pair stays on screen as it
+        # was: the page is not reloaded (its countdown and the choice made are kept).
+        page.locator("label[for=value-3]").click()
+        page.evaluate("document.body.dataset.before = 'refusal'")
         page.locator("#skip-pair").click()
-        page.wait_for_selector(".messages")
-        assert "Your next skip comes with game pair 40" in page.inner_text(".messages")
+        page.wait_for_selector("#rate-error")
+        assert "Your next skip comes with game pair 40" in page.inner_text("#rate-error")
         assert page.inner_text("#caption").split("\n")[-1].strip() == seen[1]
+        assert page.evaluate("document.body.dataset.before") == "refusal"  # the same page
+        assert page.locator("#value-3").is_checked()
     assert not Rating.objects.exists()
 
 

@@ -150,6 +150,28 @@ def test_the_page_skips_with_a_message_and_shows_the_next_pair(client):
     assert answer.status_code == 200 and "no such pair" in answer.content.decode()
 
 
+def test_the_page_s_script_asks_for_json_and_a_refusal_leaves_the_page_alone(client):
+    """The rating page's script sends the skip with ``Accept: application/json``: a refusal is
+    answered with its reason (no message is left for the next page, nothing is changed), a skip
+    taken with the page to open."""
+    game_pairs(3, primes=[3.0, 3.0])
+    user = rater(RaterState.GAME, game_serves=100)
+    client.force_login(user)
+    served = client.get("/play/game/").context["served"]
+    as_script = {"headers": {"Accept": "application/json"}}
+    taken = client.post("/play/skip/", {"assignment": served.assignment_id}, **as_script)
+    assert (taken.status_code, taken.json()) == (200, {"page": "/play/"})
+    refused = client.post("/play/skip/", {"assignment": served.assignment_id}, **as_script)
+    assert refused.status_code == 409
+    assert refused.json() == {
+        "code": "expired",
+        "message": "This pair is no longer open: it was rated or skipped already.",
+    }
+    page = client.get("/play/", follow=True)
+    messages = [str(message) for message in page.context["messages"]]
+    assert len(messages) == 1 and messages[0].startswith("Skipped: no rating, no points")  # none for the refusal
+
+
 def test_a_refused_skip_says_truly_when_the_next_one_comes():
     """Issue 35, item 3: on game pair 21 with no skip used the refusal said "you have skipped as
     many pairs as you may"; the first skip comes with pair 30 (one in ten after the first 20),
