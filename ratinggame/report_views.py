@@ -40,17 +40,25 @@ def report(request: HttpRequest) -> HttpResponse:
         )
     except ReportRefused as refused:
         return _refused(request, form, str(refused), here)
+    # Issue 35, item 3: "You can skip 9 more this hour" read as a second skip limit beside "Skip
+    # this pair"'s. The hourly limit is the reports': named as such, and only when it is near.
     if reported.skipped:
+        left = reported.skips_left
+        near = (
+            ""
+            if left > REPORT_LIMIT_NEAR
+            else " That was the last pair you may report and skip this hour."
+            if left == 0
+            else f" You can report and skip {left} more pair{'s' if left != 1 else ''} this hour."
+        )
         messages.success(
-            request,
-            f"Thank you: the pair is reported and skipped (no rating, no points). "
-            f"You can skip {reported.skips_left} more this hour.",
+            request, f"Thank you: the pair is reported and skipped (no rating, no points); staff will look at it.{near}"
         )
     elif reported.report.stage in GAME_STAGES:  # a control is a game pair to the rater
         messages.warning(
             request,
-            "Thank you: the pair is reported. You have skipped the most pairs allowed in an hour, so please rate "
-            "this one as well as you can.",
+            "Thank you: staff will look at it. You have reported and skipped as many pairs as you may in an hour, "
+            "so this one stays: please rate it as well as you can.",
         )
     else:
         messages.success(
@@ -60,6 +68,8 @@ def report(request: HttpRequest) -> HttpResponse:
         )
     return here
 
+
+REPORT_LIMIT_NEAR = 2  # reports left this hour from which the answer says how many
 
 # Why the report form was refused, by its first field in error (the rating screen says "The report
 # was not sent." before it). Without an assignment no pair is on screen to show it beside.

@@ -38,7 +38,9 @@ def test_a_game_report_skips_to_the_next_pair_and_goes_to_the_staff_queue(client
     )
     assert response["Location"] == reverse("rate", args=["game"])
     page = client.get(response["Location"]).content.decode()
-    assert "the pair is reported and skipped (no rating, no points). You can skip 9 more this hour." in page
+    assert "the pair is reported and skipped (no rating, no points); staff will look at it." in page
+    # Not a second skip limit beside "Skip this pair"'s: the reports' own, named only when near.
+    assert "this hour" not in page and "You can skip" not in page
     assert other.caption in page and reported.caption not in page
     assert not Rating.objects.exists()
 
@@ -138,3 +140,17 @@ def test_the_resolve_page_reads_a_pairs_reports_in_a_fixed_number_of_queries(cli
             assert client.get(reverse("pair_reports_resolve", args=[pair.pk])).status_code == 200
         counts.append(len(queries))
     assert counts[0] == counts[1]
+
+
+def test_the_reports_hourly_limit_is_named_when_it_is_near_and_when_it_is_reached(client, settings):
+    settings.RATINGGAME = {**settings.RATINGGAME, "SKIPS_PER_HOUR": 2, "REPORTS_TO_WITHDRAW": 5}
+    game_pairs(4)
+    client.force_login(rater(RaterState.GAME))
+    pages = []
+    for _ in range(3):
+        assignment_id = open_assignment(client, "game")
+        response = client.post(reverse("pair_report"), {"assignment": assignment_id, "reason": "other", "text": "x"})
+        pages.append(client.get(response["Location"]).content.decode())
+    assert "You can report and skip 1 more pair this hour." in pages[0]
+    assert "That was the last pair you may report and skip this hour." in pages[1]
+    assert "You have reported and skipped as many pairs as you may in an hour, so this one stays" in pages[2]
