@@ -204,16 +204,20 @@ def claim_statements(
 ) -> Iterator[tuple[str, dict]]:
     """The claim's statements for this rater and serve with their parameters (named: each is sent
     once, however many probes use it), in the order to run them until one returns a row: the
-    windows of each rank, then (only when every window missed) each rank read on from there.
-    Without ``locking`` the statements lock nothing and pass over the pairs ``passed``."""
+    windows of each rank, then (only when every window missed) each rank read on from there; with
+    ``avoid_images``, all of that past those images first, then at every image. Without
+    ``locking`` the statements lock nothing and pass over the pairs ``passed``."""
     params = {"start": start, "rater": rater_id}
     if avoid_images:
         params["avoid_images"] = _image_list(list(avoid_images))
     if not locking:
         ids = list(passed)[:STALE_PASSES]
         params |= {f"passed{index}": value for index, value in enumerate(ids + [0] * (STALE_PASSES - len(ids)))}
-    for windowed in (True, False):
-        yield CLAIMS[bool(avoid_images), locking, windowed]().sql, params
+    # Past the images first, read on as far as it takes, and only then at every image: a pair of
+    # an avoided image is served only when no pair of another image is open (SPEC 5).
+    for avoiding in (True, False) if avoid_images else (False,):
+        for windowed in (True, False):
+            yield CLAIMS[avoiding, locking, windowed]().sql, params
 
 
 def _image_list(images: list[int]):
@@ -243,8 +247,8 @@ def _first_open(
 
 def _claim_statement(vendor: str, *, avoiding: bool, locking: bool, windowed: bool) -> Statement:
     """The claim's SQL: one probe per rank and key range, in serving order (``_probes``); the
-    database stops at the first probe that returns a row. With ``avoiding``, the probes first look
-    past the images ``%(avoid_images)s``, then again at every image.
+    database stops at the first probe that returns a row. With ``avoiding``, the probes look past
+    the images ``%(avoid_images)s`` (``claim_statements`` runs the ones that do not after them).
 
     ``windowed``: each probe reads at most ``PROBE_WINDOW`` entries of the partial index
     ``pair_serving_order_idx`` from its key on, and takes the first the rater has not seen. Else
@@ -298,10 +302,7 @@ def _claim_statement(vendor: str, *, avoiding: bool, locking: bool, windowed: bo
     # them; the ranks and the ends of the key space are the code's own numbers, written in. (The
     # limit may be ORDER_KEY_LIMIT, one past the column's integer range: written in, PostgreSQL
     # reads it as a bigint.)
-    ranges = list(_probes("%(start)s"))
-    branches = [probe(i, *found, avoid=avoiding) for i, found in enumerate(ranges)]
-    if avoiding:
-        branches += [probe(len(ranges) + i, *found, avoid=False) for i, found in enumerate(ranges)]
+    branches = [probe(i, *found, avoid=avoiding) for i, found in enumerate(_probes("%(start)s"))]
     # The outer read locks the row again (it holds the lock already): in READ COMMITTED that makes
     # it return the row's latest version, as the probe saw it, not the statement's snapshot, which
     # a rating committed meanwhile may have overtaken (its counters would then be stale).

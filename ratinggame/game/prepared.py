@@ -1,9 +1,8 @@
 """The game's hot statements as server-side prepared statements on PostgreSQL.
 
-PostgreSQL plans every statement it is sent. The rating's claim (``assignment.claim``: eight
-probes of the serving index in one UNION ALL) took longer to plan than to run: ~0.6 ms of
-planning for ~0.55 ms of execution; ~1.1 ms for the claim that passes over an image (sixteen
-probes), each rating. Prepared once per connection and run on its generic plan (below), it is not planned
+PostgreSQL plans every statement it is sent. The rating's claim (``assignment.claim_statements``:
+eight probes of the serving index in one UNION ALL) took longer to plan than to run, every
+rating. Prepared once per connection and run on its generic plan (below), it is not planned
 again.
 
 psycopg2, Django's driver here, has no prepared statements of its own: the statement is

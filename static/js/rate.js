@@ -202,6 +202,9 @@ script the form posts as a page.
   if (skipForm && inPlace) {
     skipForm.addEventListener("submit", function (event) {
       event.preventDefault();
+      if (sending) {
+        return; // a rating of this pair is on its way: its answer decides what comes next
+      }
       window
         .fetch(skipForm.action, {
           method: "POST",
@@ -216,7 +219,7 @@ script the form posts as a page.
           if (body.page) {
             window.location.assign(body.page);
           } else {
-            refused(body.message || "The pair was not skipped. Please try again.");
+            say(body.message || "The pair was not skipped. Please try again.");
           }
         })
         .catch(function () {
@@ -228,6 +231,11 @@ script the form posts as a page.
   function refused(message) {
     sending = false;
     submit.disabled = !ready;
+    say(message);
+  }
+
+  // A refusal's reason above the choices (the pair, its countdown and the choice stay).
+  function say(message) {
     var alert = document.getElementById("rate-error");
     if (!alert) {
       alert = document.createElement("div");

@@ -165,3 +165,17 @@ def test_reading_on_past_the_windows_reads_the_seen_pairs_once_and_stops_at_the_
         if node.get("Index Name") == "pair_serving_order_idx"
     )
     assert len(seen) < reads <= len(seen) + 1 + 1, reads  # + the outer read of the pair found
+
+
+@pytest.mark.parametrize("lock", list(Lock))
+def test_a_pair_of_the_image_just_seen_waits_while_one_of_another_image_is_open_past_the_windows(world, lock):
+    """SPEC 5: never two captions of one image in a row while a pair of another image is open.
+    The image just seen (0) has an open pair in the first window; the other image's only open pair
+    lies past a window of pairs the rater has seen: reading on past the image comes before looking
+    at every image (an audit found the first window of every image served first)."""
+    user, images = world
+    just_seen = [(AssignRank.FRESH, 5, False, 0)]
+    other = [(AssignRank.FRESH, 10 + key, True, 1) for key in range(PROBE_WINDOW + 8)] + [
+        (AssignRank.FRESH, 500, False, 1)
+    ]
+    _check(user, just_seen + other, images, ORDER_KEY_LIMIT - 1, 0, lock)

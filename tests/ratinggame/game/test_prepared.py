@@ -56,14 +56,14 @@ def test_a_named_parameter_is_numbered_once_however_often_the_statement_uses_it(
 
 
 def test_the_claim_sends_each_of_its_values_once():
-    """The claim's sixteen probes (past the last image, then at every image) share the rater, the
-    start point and the image: three parameters, where one per probe and value were 72."""
+    """The claim's eight probes past the last image (two per rank) share the rater, the start point
+    and the images: three parameters, where one per probe and value would be 24."""
     sql_text, params = next(claim_statements(7, 12345, (99,)))
     assert params == {"start": 12345, "rater": 7, "avoid_images": params["avoid_images"]}
     assert params["avoid_images"] in ([99], "[99]")  # an array on PostgreSQL, a JSON list on SQLite
     prepare = prepared_form(sql_text, None)[1]
     assert {"$1", "$2", "$3"} <= set(prepare.replace("(", " ").replace(")", " ").split()) and "$4" not in prepare
-    assert sql_text.count("%(rater)s") == 16 and sql_text.count("%(start)s") == 16
+    assert sql_text.count("%(rater)s") == 8 and sql_text.count("%(start)s") == 8 and "%(avoid_images)s" in sql_text
 
 
 @pytest.fixture
