@@ -177,13 +177,18 @@ def _serve_probation(rater, profile: RaterProfile, now: datetime) -> Served | No
 
 def _serve_pair(rater, pair_id: int, stage: str, now: datetime, *, position: int, total: int) -> Served:
     """The teaching pair ``pair_id``: its open assignment, or a new one served now."""
-    opened = Assignment.objects.open(now).filter(rater=rater, stage=stage, pair_id=pair_id).order_by("-id").first()
+    opened = (
+        Assignment.objects.open(now)
+        .filter(rater=rater, stage=stage, pair_id=pair_id)
+        .select_related("pair__image")
+        .order_by("-id")
+        .first()
+    )
     if opened is None:
         expiry = timedelta(seconds=settings.RATINGGAME["ASSIGNMENT_EXPIRY_SECONDS"])
-        opened = Assignment.objects.create(
-            rater=rater, pair_id=pair_id, stage=stage, served_at=now, expires_at=now + expiry
-        )
-    pair = CaptionPair.objects.select_related("image").get(pk=pair_id)
+        pair = CaptionPair.objects.select_related("image").get(pk=pair_id)
+        opened = Assignment.objects.create(rater=rater, pair=pair, stage=stage, served_at=now, expires_at=now + expiry)
+    pair = opened.pair  # read with its image: with the open assignment, or for the new one
     return gameplay.served_of(
         opened.pk,
         stage,
