@@ -68,6 +68,11 @@ class RaterProfile(models.Model):
     control_owed_at = models.PositiveIntegerField(null=True, blank=True, editable=False)
     controls_owed = models.PositiveSmallIntegerField(default=0, editable=False)
     order_seed = models.BigIntegerField(default=random_seed, editable=False)
+    # The rater's ordinal model (scoring.ordinal: precision, severity and lapse on the 5-level scale),
+    # fitted by the periodic competency job; empty until its first fit (the population's then).
+    label_precision = models.FloatField(null=True, blank=True, editable=False)
+    label_severity = models.FloatField(null=True, blank=True, editable=False)
+    label_lapse = models.FloatField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     # When the rater deleted their data ("Delete my data"): the account is anonymised and closed.
     withdrawn_at = models.DateTimeField(null=True, blank=True, editable=False)

@@ -10,6 +10,7 @@ from django.db.models import Exists, Min, OuterRef, Q
 from django.utils import timezone
 
 from ratinggame.pairs.storage import image_storage
+from scoring import ordinal
 
 # SPEC sections 5 and 6: each game pair collects 3 to 7 human ratings; a pair with at least 3
 # non-excluded human ratings is validated (it enters the dataset).
@@ -125,7 +126,7 @@ class AssignRank(models.IntegerChoices):
 
     NEAR_MINIMUM = 0, "Started, one rating short of 3"
     STARTED = 1, "Started, two ratings short of 3"
-    DISAGREEING = 2, "3 to 6 ratings that still disagree"
+    DISAGREEING = 2, "3 to 6 ratings, needing more by the assignment policy"
     FRESH = 3, "No rating yet"
 
 
@@ -149,6 +150,10 @@ class CaptionPair(models.Model):
     # Calibrated model primes still on record for this pair, oldest first (SPEC section 4):
     # the first `human_count` of them are replaced by human ratings.
     primes = models.JSONField(default=list, blank=True)
+    # The ordinal rater model's evidence about the pair's true level (scoring.ordinal): the sum of
+    # log P(rating | level) over the same ratings, five numbers, kept in step under the same lock;
+    # empty: no rating yet. The "settled" policy reads it (SPEC 5.1).
+    label_evidence = models.JSONField(default=list, blank=True, editable=False)
 
     # Assignment (SPEC section 5), kept in step under the same row lock (ratinggame.game.assignment):
     # open game assignments holding one of the pair's 3..7 slots, and the pair's rank in the
@@ -331,6 +336,22 @@ class RatingQuerySet(models.QuerySet):
     def counted_controls(self, since: "datetime | str | None" = None) -> "RatingQuerySet":
         """Control ratings that count (``counted_control_ratings``)."""
         return self.filter(counted_control_ratings(since))
+
+    def label_evidence(self, pair_ids: "list[int]") -> dict[int, list[float]]:
+        """The ordinal model's evidence of each pair from these ratings (``counted()`` ones, for a
+        pair's label), with every rater's model as it is now; a pair without ratings: empty."""
+        evidence: dict[int, list[float]] = {pair_id: [] for pair_id in pair_ids}
+        rows = (
+            self.filter(pair_id__in=list(evidence))
+            .order_by("id")
+            .values_list(
+                "pair_id", "value", *(f"rater__rater__label_{name}" for name in ("precision", "severity", "lapse"))
+            )
+        )
+        for pair_id, value, precision, severity, lapse in rows.iterator(chunk_size=5000):
+            rater = None if precision is None else ordinal.RaterModel(precision, severity or 0.0, lapse or 0.0)
+            evidence[pair_id] = ordinal.evidence_add(evidence[pair_id], value, rater)
+        return evidence
 
 
 class Rating(models.Model):

@@ -275,6 +275,12 @@ RATINGGAME = {
     "CONTROL_EVERY": env_int("RATINGGAME_CONTROL_EVERY", 10),
     "DRIFT_WINDOW": env_int("RATINGGAME_DRIFT_WINDOW", 15),
     "DRIFT_THRESHOLD": env_float("RATINGGAME_DRIFT_THRESHOLD", 1.1),
+    # When a game pair has enough ratings (SPEC 5.1, ratinggame.game.assignment): "settled" (past 3
+    # counted ratings, another only while the ordinal rater model gives more than
+    # SETTLED_THRESHOLD to the chance that more ratings would change the pair's label) or
+    # "unanimous" (another while its ratings are not all equal). bench/bench_cost.py compares them.
+    "ASSIGNMENT_POLICY": env_str("RATINGGAME_ASSIGNMENT_POLICY", "settled"),
+    "SETTLED_THRESHOLD": env_float("RATINGGAME_SETTLED_THRESHOLD", 0.2),
     # "Skip this pair" (no reason, not a report): at most this percent of a rater's game serves
     # after their first 20.
     "SKIP_PERCENT": env_int("RATINGGAME_SKIP_PERCENT", 10),
@@ -309,6 +315,10 @@ RATINGGAME = {
     # only their owners can choose it; unset, the card says "unknown" and asks readers to check.
     "DATASET_LICENSE": env_str("RATINGGAME_DATASET_LICENSE", ""),
 }
+if RATINGGAME["ASSIGNMENT_POLICY"] not in ("settled", "unanimous"):
+    raise ImproperlyConfigured('RATINGGAME_ASSIGNMENT_POLICY must be "settled" or "unanimous".')
+if not 0 < RATINGGAME["SETTLED_THRESHOLD"] < 1:
+    raise ImproperlyConfigured("RATINGGAME_SETTLED_THRESHOLD must lie between 0 and 1 (a probability).")
 if RATINGGAME["STUDY_TARGET_PAIRS"] < 0:
     raise ImproperlyConfigured("RATINGGAME_STUDY_TARGET_PAIRS must be 0 (every game pair) or a number of pairs.")
 
@@ -414,6 +424,8 @@ CELERY_BEAT_SCHEDULE: dict = {
     "release-expired-assignments": {"task": "ratinggame.tasks.release_expired_assignments", "schedule": 60.0},
     # Pairs whose stored aggregates drifted from their ratings are repaired and logged.
     "check-aggregates": {"task": "ratinggame.tasks.check_aggregates", "schedule": 6 * 3600.0},
+    # The raters' ordinal models, which the "settled" assignment policy reads (SPEC 5.1).
+    "refit-rater-models": {"task": "ratinggame.tasks.refit_rater_models", "schedule": 1800.0},
     # Files and upload folders no row uses are deleted.
     "sweep-storage": {"task": "ratinggame.tasks.sweep_storage", "schedule": 3600.0},
     # Import jobs whose worker died (no heartbeat for a period) are resumed or failed with the reason.

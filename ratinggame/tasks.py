@@ -11,6 +11,7 @@ from django.utils import timezone
 from ratinggame.background import BackgroundTask
 from ratinggame.game.aggregates import pairs_aggregates_check
 from ratinggame.game.assignment import assignments_release_expired
+from ratinggame.game.labels import rater_models_refit
 from ratinggame.models import Image
 from ratinggame.pairs.derivatives import derivatives_make
 from ratinggame.pairs.jobs import TIME_LIMIT_SECONDS, import_folders_delete, import_job_execute, import_jobs_sweep
@@ -41,6 +42,16 @@ def check_aggregates() -> int:
     for drift in drifts:
         log.error("rating aggregates drifted, repaired: %s", drift)
     return len(drifts)
+
+
+@shared_task(base=BackgroundTask, name="ratinggame.tasks.refit_rater_models", acks_late=True, time_limit=30 * 60)
+def refit_rater_models() -> dict:
+    """Periodic: the raters' ordinal models refitted and the undecided pairs brought in step (SPEC 5.1)."""
+    refit = rater_models_refit()
+    if refit is None:
+        return {"raters": 0}
+    log.info("rater models refitted: %s", refit)
+    return {"raters": refit.raters, "reopened": refit.pairs_reopened, "settled": refit.pairs_settled}
 
 
 @shared_task(

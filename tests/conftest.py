@@ -108,6 +108,12 @@ def sent_tasks(monkeypatch):
 
 
 @pytest.fixture
+def unanimous_policy(settings):
+    """SPEC 5.1's "unanimous" assignment policy: past 3, more ratings while they are not all equal."""
+    settings.RATINGGAME = {**settings.RATINGGAME, "ASSIGNMENT_POLICY": "unanimous"}
+
+
+@pytest.fixture
 def three_second_rules(settings):
     """The rules most journey tests play by: the 3-second minimum per pair (SPEC 3), assignments
     that expire after 30 minutes, and fast password hashing for the accounts they make."""

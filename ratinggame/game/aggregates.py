@@ -22,6 +22,7 @@ from django.db.models import Count, F, Sum
 
 from ratinggame.game.assignment import assign_rank_for, pair_rank_refresh
 from ratinggame.models import Assignment, CaptionPair, Pool, Rating
+from scoring.ordinal import RaterModel, evidence_add
 
 
 class Aggregates(NamedTuple):
@@ -40,11 +41,19 @@ def in_force(pair: CaptionPair) -> Aggregates:
     )
 
 
-def pair_rating_add(pair: CaptionPair, value: int) -> None:
+def rater_model_of(profile) -> RaterModel | None:
+    """The rater's ordinal model (a ``RaterProfile`` or its row), None before its first fit."""
+    if profile is None or profile.label_precision is None:
+        return None
+    return RaterModel(profile.label_precision, profile.label_severity or 0.0, profile.label_lapse or 0.0)
+
+
+def pair_rating_add(pair: CaptionPair, value: int, rater: RaterModel | None) -> None:
     """Count one more human rating (the caller holds the pair's row lock and saves)."""
     pair.human_count += 1
     pair.human_sum += value
     pair.human_sumsq += value * value
+    pair.label_evidence = evidence_add(pair.label_evidence, value, rater)
 
 
 def pair_aggregates_recompute(pair: CaptionPair) -> Aggregates:
@@ -83,10 +92,12 @@ def ratings_exclude(*, rating_ids: Iterable[int], reason: str) -> int:
             pair.human_sumsq -= rating.value * rating.value
             changed.add(pair.pk)
         Rating.objects.filter(pk__in=[rating.pk for rating in ratings]).update(excluded=True, excluded_reason=reason)
+        evidence = Rating.objects.counted().label_evidence(sorted(changed))
         for pair_id in sorted(changed):
             pair = pairs[pair_id]
+            pair.label_evidence = evidence[pair_id]
             pair_rank_refresh(pair)
-            pair.save(update_fields=["human_count", "human_sum", "human_sumsq", "assign_rank"])
+            pair.save(update_fields=["human_count", "human_sum", "human_sumsq", "label_evidence", "assign_rank"])
     return len(ratings)
 
 
@@ -122,9 +133,10 @@ class Drift:
 
 
 def _expected_rank(
-    pool: str, withdrawn: bool, stored_rank: int | None, human: Aggregates, in_flight: int
+    pool: str, withdrawn: bool, stored_rank: int | None, human: Aggregates, in_flight: int, evidence: list
 ) -> int | None:
-    # Only game pairs are served by rank; the rank other pools keep is never read.
+    # Only game pairs are served by rank; the rank other pools keep is never read. The label
+    # evidence is the stored one: it was computed with the raters' models of its ratings' time.
     if pool != Pool.GAME:
         return stored_rank
     return assign_rank_for(
@@ -133,6 +145,7 @@ def _expected_rank(
         human_sumsq=int(human.total_sq),
         in_flight=in_flight,
         withdrawn=withdrawn,
+        evidence=evidence,
     )
 
 
@@ -143,7 +156,9 @@ def _counters_of(pair: CaptionPair) -> PairCounters:
 def _counters_from_rows(pair: CaptionPair) -> PairCounters:
     human = pair_aggregates_recompute(pair)
     in_flight = Assignment.objects.filter(pair=pair, holds_slot=True).count()
-    rank = _expected_rank(pair.pool, pair.withdrawn_at is not None, pair.assign_rank, human, in_flight)
+    rank = _expected_rank(
+        pair.pool, pair.withdrawn_at is not None, pair.assign_rank, human, in_flight, pair.label_evidence
+    )
     return PairCounters(human.count, int(human.total), int(human.total_sq), in_flight, rank)
 
 
@@ -164,11 +179,11 @@ def _suspects(batch: list[tuple]) -> list[int]:
         .values_list("pair_id", "n")
     )
     suspects = []
-    for pair_id, pool, withdrawn_at, *stored in batch:
+    for pair_id, pool, withdrawn_at, evidence, *stored in batch:
         stored = PairCounters(*stored)
         human = ratings.get(pair_id, Aggregates(0, 0, 0))
         in_flight = holding.get(pair_id, 0)
-        rank = _expected_rank(pool, withdrawn_at is not None, stored.assign_rank, human, in_flight)
+        rank = _expected_rank(pool, withdrawn_at is not None, stored.assign_rank, human, in_flight, evidence)
         if stored != PairCounters(human.count, human.total, human.total_sq, in_flight, rank):
             suspects.append(pair_id)
     return suspects
@@ -186,7 +201,10 @@ def _pair_drift(pair_id: int, *, repair: bool) -> Drift | None:
         if repair:
             for name, value in zip(COUNTER_FIELDS, actual, strict=True):
                 setattr(pair, name, value)
-            pair.save(update_fields=COUNTER_FIELDS)
+            # Counters that drifted from the rows: so did the evidence over the same ratings.
+            pair.label_evidence = Rating.objects.counted().label_evidence([pair_id])[pair_id]
+            pair_rank_refresh(pair)
+            pair.save(update_fields=[*COUNTER_FIELDS, "label_evidence"])
     return Drift(pair_id, stored, actual)
 
 
@@ -203,7 +221,7 @@ def pairs_aggregates_check(*, repair: bool = False, batch_size: int = 2000) -> l
         batch = list(
             CaptionPair.objects.filter(pk__gt=last_id)
             .order_by("pk")
-            .values_list("pk", "pool", "withdrawn_at", *COUNTER_FIELDS)[:batch_size]
+            .values_list("pk", "pool", "withdrawn_at", "label_evidence", *COUNTER_FIELDS)[:batch_size]
         )
         if not batch:
             return drifts

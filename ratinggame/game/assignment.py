@@ -2,8 +2,8 @@
 
 Each game pair collects 3 to 7 human ratings. A rater never sees the same pair twice, never
 sees tutorial or probation pairs in the game, and never sees another rater's ratings before
-submitting. Started pairs come before fresh ones; past 3 ratings only pairs whose ratings
-still disagree get more, up to 7.
+submitting. Started pairs come before fresh ones; past 3 ratings only pairs that the assignment
+policy says need more (SPEC 5.1, ``needs_more``) get more, up to 7.
 
 Order: among pairs of equal rank, each rater meets them in an order of their own. Every pair
 has a random ``order_key``; each serve of a rater starts at a point of the key space drawn from
@@ -54,6 +54,7 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 
+from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
 from annotators.journey import seeded_draw
@@ -69,6 +70,7 @@ from ratinggame.models import (
     Image,
     Pool,
 )
+from scoring import ordinal
 
 # The ranks in serving order (lowest first): started pairs before fresh ones (SPEC 5).
 RANKS = sorted(AssignRank.values)
@@ -77,23 +79,42 @@ PROBE_WINDOW = 32
 
 
 def assign_rank_for(
-    *, human_count: int, human_sum: int, human_sumsq: int, in_flight: int, withdrawn: bool = False
+    *,
+    human_count: int,
+    human_sum: int,
+    human_sumsq: int,
+    in_flight: int,
+    withdrawn: bool = False,
+    evidence: list | None = None,
 ) -> int | None:
     """The game pair's rank in the serving order, or None when it takes no more raters.
 
     A pair withdrawn after reports (``ratinggame.game.reports``) takes none until staff put it
     back in play.
     Committed ratings (stored plus open assignments) below 3: the pair needs more, and the
-    closer it is to 3 the sooner it is served (started before fresh). From 3 to 6: only when
-    the stored human ratings still disagree (not all equal: n * sum(x²) != (sum x)²).
+    closer it is to 3 the sooner it is served (started before fresh). From 3 to 6, by the
+    assignment policy in force (SPEC 5.1, ``needs_more``).
     """
     committed = human_count + in_flight
     if withdrawn or committed >= MAX_HUMAN_RATINGS:
         return None
     if committed < MIN_HUMAN_RATINGS:
         return (AssignRank.FRESH, AssignRank.STARTED, AssignRank.NEAR_MINIMUM)[committed]
-    disagree = human_count >= 2 and human_count * human_sumsq != human_sum * human_sum
-    return AssignRank.DISAGREEING if disagree else None
+    return AssignRank.DISAGREEING if needs_more(human_count, human_sum, human_sumsq, evidence) else None
+
+
+def needs_more(human_count: int, human_sum: int, human_sumsq: int, evidence: list | None) -> bool:
+    """Whether a pair with 3 to 6 committed ratings takes another (SPEC 5.1).
+
+    ``unanimous``: while its stored human ratings are not all equal (n * sum(x²) != (sum x)²).
+    ``settled``: once 3 are stored, while the ordinal rater model (``scoring.ordinal``) gives more
+    than the threshold to the chance that more ratings would change its label; until 3 are stored
+    the open assignments' ratings are awaited (they may settle it).
+    """
+    rules = settings.RATINGGAME
+    if rules["ASSIGNMENT_POLICY"] == "unanimous":
+        return human_count >= 2 and human_count * human_sumsq != human_sum * human_sum
+    return human_count >= MIN_HUMAN_RATINGS and not ordinal.is_settled(evidence, rules["SETTLED_THRESHOLD"])
 
 
 def pair_rank_refresh(pair: CaptionPair) -> None:
@@ -107,6 +128,7 @@ def pair_rank_refresh(pair: CaptionPair) -> None:
         human_sumsq=pair.human_sumsq,
         in_flight=pair.in_flight,
         withdrawn=pair.withdrawn_at is not None,
+        evidence=pair.label_evidence,
     )
 
 

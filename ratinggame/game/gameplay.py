@@ -24,7 +24,7 @@ from annotators import journey
 from annotators.journey import ControlResult, Transition, Window
 from annotators.models import RaterProfile
 from ratinggame.game import sql
-from ratinggame.game.aggregates import in_force, pair_rating_add
+from ratinggame.game.aggregates import in_force, pair_rating_add, rater_model_of
 from ratinggame.game.assignment import Lock, game_pair_claim, order_start, pair_rank_refresh
 from ratinggame.game.controls import control_pick, control_results
 from ratinggame.game.results import (
@@ -266,7 +266,7 @@ def _score(
     # Whose ratings the consensus was: other players', the model's primes.
     shown = {"first_rater": first_rater, "consensus_of": [pair.human_count, before.count - pair.human_count]}
     pair.in_flight = max(pair.in_flight - 1, 0)
-    pair_rating_add(pair, value)
+    pair_rating_add(pair, value, rater_model_of(profile))
     pair_rank_refresh(pair)
     return points, consensus_from_aggregates(before.count, before.total), shown
 
@@ -281,7 +281,8 @@ def _rating_writes(batch: "Batch", assignment: AssignmentRow, pair: PairRow, *, 
     closed = batch.add(sql.GAME_ASSIGNMENT_CLOSE, False, now, assignment.id, True)
     batch.add(
         sql.PAIR_RATED,
-        *(pair.human_count, pair.human_sum, pair.human_sumsq, pair.in_flight, pair.assign_rank, pair.id),
+        *(pair.human_count, pair.human_sum, pair.human_sumsq, pair.label_evidence),
+        *(pair.in_flight, pair.assign_rank, pair.id),
     )
     return closed
 

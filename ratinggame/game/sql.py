@@ -70,6 +70,9 @@ class ProfileRow:
     control_owed_at: int | None
     controls_owed: int
     order_seed: int
+    label_precision: float | None
+    label_severity: float | None
+    label_lapse: float | None
     # Not a column of the profile's table: read beside it by every statement that locks the
     # profile for a serve or a rating (``participant_of``), so the study's session gate (SPEC 7)
     # costs a rater who did not come through a platform link nothing.
@@ -92,6 +95,7 @@ class PairRow:
     in_flight: int
     assign_rank: int | None
     withdrawn_at: datetime | None
+    label_evidence: list
 
 
 @dataclasses.dataclass
@@ -575,7 +579,9 @@ ASSIGNMENT_CLOSE = Write(
     ("holds_slot", "submitted_at"),
     where_sql=f"{column(Assignment, 'submitted_at')} IS NULL AND {column(Assignment, 'skipped_at')} IS NULL",
 )
-PAIR_RATED = Write(CaptionPair, ("human_count", "human_sum", "human_sumsq", "in_flight", "assign_rank"))
+PAIR_RATED = Write(
+    CaptionPair, ("human_count", "human_sum", "human_sumsq", "label_evidence", "in_flight", "assign_rank")
+)
 PAIR_SLOT_TAKEN = Write(CaptionPair, ("in_flight", "assign_rank"))
 PROFILE_AFTER_RATING = Write(
     RaterProfile, ("game_score", "window_count", "window_points", "game_serves", "control_owed_at", "controls_owed")

@@ -88,6 +88,8 @@ PAIR_COLUMNS = (
     ("mean", "float", 4),
     ("consensus", "int"),
     ("sd", "float", 4),
+    ("label", "int"),
+    ("label_probability", "float", 4),
     ("ds_label", "int"),
     ("ds_posterior", "float", 4),
 )
@@ -144,6 +146,9 @@ def export_build(
         "resamples": resamples,
         "formats": list(formats),
         "with_images": with_images,
+        # When a pair had enough ratings (SPEC 5.1): what decided how many each validated pair got.
+        "assignment_policy": settings.RATINGGAME["ASSIGNMENT_POLICY"],
+        "settled_threshold": settings.RATINGGAME["SETTLED_THRESHOLD"],
     }
 
     data = export_data_collect(
@@ -462,6 +467,8 @@ def _pair_table(
             mean,
             consensus,
             sd,
+            pair.label,
+            pair.label_probability,
             aggregate.labels.get(pair.id) if aggregate else None,
             aggregate.posterior.get(pair.id) if aggregate else None,
         ]

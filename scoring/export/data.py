@@ -22,6 +22,7 @@ from django.db.models import Count
 from annotators.journey import control_agreement
 from annotators.models import ProbationRound, RaterProfile
 from ratinggame.models import CaptionPair, Pool, Rating
+from scoring import ordinal
 from scoring.export.formats import iso_utc
 from scoring.models import ModelRating
 from scoring.priming.registry import EXPLAINED_METRICS
@@ -43,6 +44,10 @@ class ExportPair:
     image_source: str  # where the image came from (collection, URL, licence), as imported
     references: list[str]  # reference captions of the image, as imported (may be empty)
     ratings: list[int] = field(default_factory=list)
+    # The ordinal rater model's label (scoring.ordinal: the most probable level given each rating
+    # and its rater's model as it is now) and its probability.
+    label: int | None = None
+    label_probability: float | None = None
 
 
 @dataclass(frozen=True)
@@ -184,6 +189,9 @@ def _pairs(kept: set[int], per_pair: dict[int, list[int]]) -> tuple[list[ExportP
         game_pairs += 1
         if row[0] in kept:
             pairs.append(ExportPair(*row, ratings=per_pair[row[0]]))
+    evidence = Rating.objects.counted().label_evidence([pair.id for pair in pairs])
+    for pair in pairs:
+        pair.label, pair.label_probability = ordinal.label_of(evidence[pair.id])
     return pairs, game_pairs
 
 

@@ -2,6 +2,8 @@
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from annotators.models import RaterProfile, RaterState
 from annotators.roles import ANNOTATOR, ensure_roles
 from ratinggame import game
@@ -94,6 +96,7 @@ def seed_ratings(
         )
     stored = pair_aggregates_recompute(pair)
     pair.human_count, pair.human_sum, pair.human_sumsq = stored
+    pair.label_evidence = Rating.objects.counted().label_evidence([pair.pk])[pair.pk]
     pair_rank_refresh(pair)
     pair.save()
 
@@ -104,7 +107,10 @@ def assert_pairs_consistent() -> None:
         assert (pair.human_count, pair.human_sum, pair.human_sumsq) == tuple(pair_aggregates_recompute(pair)), pair
         holding = Assignment.objects.filter(pair=pair, holds_slot=True).count()
         assert pair.in_flight == holding, pair
+        evidence = Rating.objects.counted().label_evidence([pair.pk])[pair.pk]
+        assert pair.label_evidence == pytest.approx(evidence), pair
         expected_rank = assign_rank_for(
+            evidence=evidence,
             human_count=pair.human_count,
             human_sum=pair.human_sum,
             human_sumsq=pair.human_sumsq,

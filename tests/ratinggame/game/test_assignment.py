@@ -48,6 +48,7 @@ def serve(user, now=T0):
         ([1, 2, 3, 4, 5, 5, 5], 0, None),
     ],
 )
+@pytest.mark.usefixtures("unanimous_policy")
 def test_rank_follows_the_rules(human, in_flight, rank):
     assert (
         assign_rank_for(
@@ -77,6 +78,7 @@ def test_no_tutorial_or_probation_pair_in_the_game():
     assert serve(user) == pair.pk
 
 
+@pytest.mark.usefixtures("unanimous_policy")
 def test_started_pairs_come_first_then_disagreeing_then_fresh_and_never_past_7():
     fresh, disagreeing, started_one, started_two = game_pairs(4)  # fresh has the lowest id
     seed_ratings(disagreeing, [1, 3, 5])
@@ -99,6 +101,7 @@ def test_started_pairs_come_first_then_disagreeing_then_fresh_and_never_past_7()
     assert_pairs_consistent()
 
 
+@pytest.mark.usefixtures("unanimous_policy")
 def test_past_3_only_pairs_whose_ratings_disagree_get_more():
     agreeing, disagreeing = game_pairs(2)
     seed_ratings(agreeing, [4, 4, 4])
@@ -108,6 +111,7 @@ def test_past_3_only_pairs_whose_ratings_disagree_get_more():
     assert game.pair_serve(rater=user, now=clock.now) is None
 
 
+@pytest.mark.usefixtures("unanimous_policy")
 def test_a_pair_takes_at_most_7_and_open_assignments_count():
     (pair,) = game_pairs(1)
     seed_ratings(pair, [1, 2, 3, 4, 5, 5])
