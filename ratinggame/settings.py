@@ -280,7 +280,7 @@ RATINGGAME = {
     # SETTLED_THRESHOLD to the chance that more ratings would change the pair's label) or
     # "unanimous" (another while its ratings are not all equal). bench/bench_cost.py compares them.
     "ASSIGNMENT_POLICY": env_str("RATINGGAME_ASSIGNMENT_POLICY", "settled"),
-    "SETTLED_THRESHOLD": env_float("RATINGGAME_SETTLED_THRESHOLD", 0.2),
+    "SETTLED_THRESHOLD": env_float("RATINGGAME_SETTLED_THRESHOLD", 0.1),
     # "Skip this pair" (no reason, not a report): at most this percent of a rater's game serves
     # after their first 20.
     "SKIP_PERCENT": env_int("RATINGGAME_SKIP_PERCENT", 10),

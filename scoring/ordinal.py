@@ -28,6 +28,7 @@ The grid search (rather than an optimiser) is written here because three paramet
 grid are found exactly and fast with numpy, and no library fits this tied confusion model.
 """
 
+import functools
 import math
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
@@ -53,6 +54,7 @@ PRIOR_RATINGS = 10
 NO_EVIDENCE = (0.0, 0.0, 0.0, 0.0, 0.0)
 
 
+@functools.lru_cache(maxsize=8192)  # a study has few distinct (answer, rater model) pairs
 def rating_evidence(value: int, rater: RaterModel | None) -> tuple[float, ...]:
     """``log P(value | t)`` for t = 1..5 under the rater's model (the population's when None)."""
     rater = rater or POPULATION

@@ -7,8 +7,9 @@ The estimate counts ratings, because ratings are what arrive at a rate:
    started pairs before fresh ones, so the missing pairs are taken closest to the minimum
    first: those one rating short, then two short, then the fresh ones. Pairs kept out of play
    after reports are not counted on.
-2. **Ratings that validate nothing.** Past the minimum, pairs whose raters still disagree get
-   more, up to the cap, and the game serves them before fresh pairs. The estimate assumes the
+2. **Ratings that validate nothing.** Past the minimum, pairs the assignment policy in force
+   sends on (SPEC 5.1: ratings not all equal, or a label not settled) get more, up to the cap,
+   and the game serves them before fresh pairs. The estimate assumes the
    coming ratings split as the counted ratings so far did: with a share ``s`` of them past
    the minimum, ``n`` useful ratings take ``n / (1 - s)`` ratings.
 3. **The rate.** Counted game ratings an hour over the last day; when the week before it had

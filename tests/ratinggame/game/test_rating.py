@@ -591,6 +591,7 @@ def test_stored_aggregates_equal_a_recomputation_after_a_mixed_session():
 # --- A rating costs O(1) -------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("unanimous_policy")  # six ratings that disagree keep a slot open
 def test_a_game_rating_costs_the_same_queries_however_many_ratings_exist():
     """The pair's aggregates are updated in place: neither the number of queries nor their kind
     depends on how many ratings the pair (or the whole game) holds, and none re-reads them."""

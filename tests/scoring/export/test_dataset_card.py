@@ -86,7 +86,7 @@ def test_the_card_states_how_the_text_formats_round_each_column(world, tmp_path)
     build(out, formats=("csv", "jsonl"), samples=2, resamples=0)
     card = (out / "README.md").read_text()
     assert "- to 3 decimals: `seconds_spent`\n" in card
-    assert "- to 4 decimals: `mean`, `sd`, `ds_posterior`" in card
+    assert "- to 4 decimals: `mean`, `sd`, `label_probability`, `ds_posterior`" in card
     # What the card says is what the files hold: no more decimals than stated.
     stated = {
         name: int(digits)

@@ -9,9 +9,11 @@ from collections import Counter, defaultdict
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from django.conf import settings
 from scipy import stats
 
 from ratinggame.models import CaptionPair
+from scoring import ordinal
 from scoring.agreement import virtual_rater_report
 from scoring.export.figures import distribution_bars_svg, source_shares_svg
 from scoring.export.formats import formats_parse
@@ -188,6 +190,13 @@ def test_pair_summary_columns_hand_computed(world, tmp_path):
     assert row["sd"] == round(math.sqrt(1 / 3), 4)  # 4 decimals in JSON Lines
     assert row["caption"] == "mean two and a half"
     assert row["source"] == "flickr8k"
+    # The ordinal model's label, by the population's model (no rater fitted yet): after two 2s and
+    # two 3s, 2 is a little likelier (a true 3 would also give 4s), with its probability beside it.
+    evidence = None
+    for value in (2, 3, 3, 2):
+        evidence = ordinal.evidence_add(evidence, value, None)
+    assert (row["label"], row["label_probability"]) == (2, round(ordinal.label_of(evidence)[1], 4))
+    assert 0.4 < row["label_probability"] < 0.6
 
 
 def test_model_scores_are_columns_raw_and_calibrated(world, tmp_path):
@@ -370,6 +379,8 @@ def test_manifest_checksums_match_the_files(world, tmp_path):
         "resamples": 1000,
         "formats": list(ALL_FORMATS),
         "with_images": True,
+        "assignment_policy": settings.RATINGGAME["ASSIGNMENT_POLICY"],
+        "settled_threshold": settings.RATINGGAME["SETTLED_THRESHOLD"],
     }
     assert manifest["code_version"]
 
