@@ -129,16 +129,8 @@ def test_excluding_a_rating_takes_its_evidence_out_of_the_pair():
 def test_the_refit_tells_a_careful_rater_from_a_careless_one_by_the_controls():
     controls = [ControlPairFactory(expert_rating=level) for level in [1, 2, 3, 4, 5] * 4]
     careful, careless = rater(RaterState.GAME), rater(RaterState.GAME)
-    at = T0 - timedelta(hours=1)
-    for index, pair in enumerate(controls):
-        for user, value in ((careful, pair.expert_rating), (careless, 1 + (pair.expert_rating + 2 + index) % 5)):
-            assignment = Assignment.objects.create(
-                rater=user, pair=pair, stage=Pool.CONTROL, served_at=at, expires_at=at, submitted_at=at
-            )
-            Rating.objects.create(
-                assignment=assignment, pair=pair, rater=user, stage=Pool.CONTROL, value=value, served_at=at,
-                submitted_at=at,
-            )  # fmt: skip
+    control_ratings(careful, controls, lambda pair, index: pair.expert_rating)
+    control_ratings(careless, controls, lambda pair, index: 1 + (pair.expert_rating + 2 + index) % 5)
     refit = rater_models_refit()
     assert refit.raters == 2 and refit.ratings == 40
     models = {
@@ -152,3 +144,36 @@ def test_the_refit_tells_a_careful_rater_from_a_careless_one_by_the_controls():
 
 def test_no_ratings_no_refit():
     assert rater_models_refit() is None
+
+
+def control_ratings(user, pairs, answer):
+    at = T0 - timedelta(hours=1)
+    for index, pair in enumerate(pairs):
+        assignment = Assignment.objects.create(
+            rater=user, pair=pair, stage=Pool.CONTROL, served_at=at, expires_at=at, submitted_at=at
+        )
+        Rating.objects.create(
+            assignment=assignment, pair=pair, rater=user, stage=Pool.CONTROL, value=answer(pair, index),
+            served_at=at, submitted_at=at,
+        )  # fmt: skip
+
+
+@pytest.mark.usefixtures("settled")
+def test_the_periodic_task_refits_and_reports_what_it_changed():
+    from ratinggame.tasks import refit_rater_models
+
+    controls = [ControlPairFactory(expert_rating=level) for level in [1, 2, 3, 4, 5] * 2]
+    raters = [rater(RaterState.GAME) for _ in range(3)]
+    for user in raters:
+        control_ratings(user, controls, lambda pair, index: pair.expert_rating)
+    (pair,) = game_pairs(1)
+    seed_ratings(pair, [4, 4, 4], raters=raters)
+    # Raters no fit has seen count as the VICR crowd: three 4s leave the label open.
+    assert pair.assign_rank == AssignRank.DISAGREEING
+    # The refit finds them exact on every control: their three 4s settle the pair.
+    assert refit_rater_models() == {"raters": 3, "reopened": 0, "settled": 1}
+    for profile in RaterProfile.objects.all():
+        assert profile.label_precision > ordinal.POPULATION.precision
+    pair.refresh_from_db()
+    assert pair.assign_rank is None
+    assert_pairs_consistent()
