@@ -109,6 +109,7 @@ def rules() -> dict[str, int]:
         "probation_max": PROBATION_MAX_POINTS,
         "window_size": WINDOW_SIZE,
         "window_needed": WINDOW_NEEDED,
+        "control_every": control_every(),
     }
 
 

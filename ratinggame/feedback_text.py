@@ -14,26 +14,11 @@ def feedback_panel_context(fb: "game.Feedback") -> dict:
         "points_class": "good" if fb.points > 0 else "bad" if fb.points < 0 else "zero",
         "value_short": SHORT.get(fb.value, ""),
         "reference_short": SHORT.get(fb.reference, ""),
-        "consensus_from": consensus_source(fb.consensus_of),
         # A failed window has the outcome box instead (its ratings no longer count).
         "show_window": window is not None and (window.open or fb.transition == "window_passed"),
         "continue_url": fixed_url("annotators:play"),
         "dispute_url": url_of("dispute", pk=fb.assignment_id),
     }
-
-
-def consensus_source(consensus_of: list[int] | None) -> str:
-    """Whose ratings made the consensus a game rating was scored against, in words (SPEC 3-4):
-    other players, the model's estimate (its primes, before two players have rated), or both."""
-    if not consensus_of:
-        return "the consensus"
-    players, primes = consensus_of
-    others = f"{players} other player{'s' if players != 1 else ''}"
-    if players and primes:
-        return f"the consensus of {others} and the model's estimate"
-    if players:
-        return f"the consensus of {others}"
-    return "the model's estimate (no other player has rated this pair yet)"
 
 
 def outcome_for(fb: "game.Feedback", *, next_round: str = "", session_ended: bool = False) -> dict | None:

@@ -5,8 +5,10 @@ staff's rater table fits a 1280-px screen."""
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 
+from annotators.competency.flag_rules import FLAG_KEYS
 from annotators.models import Dispute, RaterState
 from annotators.roles import ADMIN, RESEARCHER
+from annotators.staff import views as staff_views
 from annotators.staff.views import COLUMNS
 from ratinggame import game
 from ratinggame.game.reports import pair_report
@@ -111,16 +113,53 @@ def test_no_serious_or_critical_violation_on_the_rater_staff_and_research_pages(
     assert Rating.objects.count() == 1  # visiting changed nothing
 
 
-def test_the_staff_rater_table_fits_a_laptop_screen(live_server, chromium_path, world):
+def widest_statistics(real):
+    """The rater table's widest rows: every flag raised, a figure in every column (``–`` is narrower
+    than ``100%``), as a crowd of a study's raters can show them."""
+
+    def statistics():
+        rows = real()
+        for row in rows:
+            row.flags = list(FLAG_KEYS)
+            row.tutorial_score, row.probation_rounds, row.game_score, row.ratings = 20, 12, 1234, 5678
+            row.exact_rate = row.adjacent_rate = row.lack_rate = row.near_floor_share = 1.0
+            row.prime_equal_share, row.mean_abs_deviation, row.median_seconds = 1.0, 1.25, 123.4
+            row.control_recent_agreement, row.longest_run, row.skips, row.open_disputes = 1.75, 150, 99, 12
+        return rows
+
+    return statistics
+
+
+def widest_competency(rows, analysis):
+    for row in rows:
+        row.competency, row.rater_quality = -12.34, 1.0
+    return rows
+
+
+def test_the_staff_rater_table_fits_a_laptop_screen_with_every_flag_in_view(
+    live_server, chromium_path, world, monkeypatch
+):
     for index in range(12):
-        rater(RaterState.GAME, display_name=f"Rater with a long name {index}")
+        user = rater(RaterState.GAME, display_name=f"Rater with a long name {index}")
+        user.username = f"walker_desk_2026_{index:02}"
+        user.save(update_fields=["username"])
+    monkeypatch.setattr(staff_views, "rater_statistics", widest_statistics(staff_views.rater_statistics))
+    monkeypatch.setattr(staff_views, "_with_competency", widest_competency)
     with chromium(chromium_path) as browser:
         page = signed_in(browser, live_server, world["staff"], **SIZES["1280x720"])
         page.goto(f"{live_server.url}/staff/")
         table, box = page.locator("table.raters"), page.locator(".table-scroll")
         assert table.evaluate("t => t.scrollWidth") <= box.evaluate("b => b.clientWidth")
         assert page.evaluate("document.documentElement.scrollWidth") <= 1280
-        headings = page.locator("table.raters thead th")
-        assert headings.count() == len(COLUMNS)  # every column shown, none scrolled away
-        assert all(title for title in headings.evaluate_all("ths => ths.map(th => th.title)"))
+        shown = page.locator("table.raters thead th:visible")
+        labels = shown.evaluate_all("ths => ths.map(th => th.textContent.trim())")
+        hidden = {label for key, label, *_ in COLUMNS if key in staff_views.WIDE_COLUMNS}
+        assert labels == [label for _, label, *_ in COLUMNS if label not in hidden]
+        assert all(title for title in shown.evaluate_all("ths => ths.map(th => th.title)"))
+        right = box.evaluate("b => b.getBoundingClientRect().right")
+        flags = page.locator("table.raters td.flags").first
+        assert flags.evaluate("td => td.getBoundingClientRect().right") <= right  # every flag in view
         page.screenshot(path=str(ARTIFACTS / "staff-1280x720.png"), full_page=True)
+        page.get_by_role("link", name=f"Show all {len(COLUMNS)} columns").click()
+        assert page.locator("table.raters thead th:visible").count() == len(COLUMNS)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1280  # the rest scrolls in its region

@@ -3,6 +3,8 @@ wider than the screen (wide tables scroll inside their own region) and axe finds
 problem, the staff rater table is compact on a phone with all its columns a link away, and a job
 that fails says why."""
 
+from datetime import UTC, datetime, timedelta
+
 import pytest
 
 from annotators.models import Dispute, RaterAction, RaterState
@@ -12,6 +14,7 @@ from ratinggame import game
 from ratinggame.game.reports import pair_report
 from ratinggame.models import ImportJob, ReportReason
 from scoring.models import ExportJob
+from scoring.progress.chart import ratings_per_hour_svg
 from tests.browser import ARTIFACTS, SIZES, chromium, photo_like_image, signed_in, wait_until
 from tests.factories import CaptionPairFactory, TutorialPairFactory, user_with_role
 from tests.ratinggame.journey_helpers import FAST_HASHERS, rater
@@ -109,6 +112,8 @@ def test_no_page_is_wider_than_the_screen_and_axe_finds_nothing_serious(live_ser
                     width = page.evaluate("document.documentElement.scrollWidth")
                     if width > options["viewport"]["width"]:
                         too_wide.append(f"{path} at {size}: {width} px")
+                    for svg in page.locator("svg[viewBox]").all():
+                        too_wide += [f"{path} at {size}: '{text}' cut" for text in svg.evaluate(CUT_TEXTS)]
                     problems += [f"{size} {line}" for line in blocking_violations(page)]
                     name = path.strip("/").replace("/", "-").replace("?", "-").replace("=", "-")
                     page.screenshot(path=str(ARTIFACTS / f"{name}-{size}.png"), full_page=True)
@@ -161,3 +166,27 @@ def test_an_export_that_fails_while_followed_says_why(live_server, chromium_path
         message = page.locator(f"#export-{running.pk}-message").inner_text()
         assert message == "Failed: The export failed on the server (OSError)."
         assert not page.locator(f"{row} progress").is_visible()
+
+
+CUT_TEXTS = """svg => {
+    const box = svg.viewBox.baseVal;
+    return [...svg.querySelectorAll("text:not([transform])")]
+        .map(text => [text.textContent, text.getBBox()])
+        .filter(([, b]) => b.x < box.x - 0.5 || b.x + b.width > box.x + box.width + 0.5
+            || b.y < box.y - 0.5 || b.y + b.height > box.y + box.height + 0.5)
+        .map(([text]) => text);
+}"""
+
+
+@pytest.mark.parametrize("last_midnight", [0, 1, 6, 23])
+def test_the_ratings_chart_cuts_no_label_wherever_the_last_midnight_falls(chromium_path, last_midnight):
+    # The research page's chart of the last 7 days ends at the current hour: its last midnight can
+    # fall on its last bar (the walk saw "03 Dec" cut to "03 De").
+    hours = 7 * 24
+    start = datetime(2026, 12, 3, tzinfo=UTC) - timedelta(hours=hours - 1 - last_midnight)
+    svg = ratings_per_hour_svg(start=start, counted=[3] * hours, other=[1] * hours)
+    with chromium(chromium_path) as browser:
+        page = browser.new_page(**SIZES["1280x720"])
+        page.set_content(f"<!doctype html><html lang=en><body>{svg}</body></html>")
+        assert page.locator("svg").evaluate(CUT_TEXTS) == []
+        assert page.locator("svg text").count() >= 7 + 3 + 1  # a label for each midnight, the axis, its title

@@ -5,7 +5,9 @@ rolling share of exact agreement and of exact-or-adjacent agreement with the ref
 (solid and dashed lines, so they differ without colour), below the seconds spent on each
 rating (dots; the axis ends near the 95th percentile, at most ``seconds_cap``; slower ratings
 are drawn at the top as triangles) with the delay floor
-as a dashed line. Stage changes (tutorial, probation, game) are marked by vertical lines.
+as a dashed line. A band above the panels shows the stage of each rating (its colour named in
+the band's legend, so that a control rating among game ratings stays readable), and a change of
+the rater's journey stage (tutorial, probation, game) is a vertical line through both panels.
 Built as text: no plotting library in the web process.
 """
 
@@ -20,6 +22,52 @@ from annotators.competency.svg import svg_open
 WIDTH, LEFT, RIGHT = 760, 64, 16
 TOP, PANEL, GAP, BOTTOM = 52, 140, 56, 64
 EXACT_COLOUR, AGREE_COLOUR, SPEED_COLOUR = "#1f5fa8", "#146c2e", "#6b4c9a"
+# The stage band: a colour per stage, and each stage's name inside its run where the run is wide
+# enough for it (about 6.5 px a character); every stage shown is named once in the band's legend.
+STAGE_COLOURS = {"tutorial": "#f1d48a", "probation": "#f2a99f", "game": "#a9cbe8", "control": "#5b3f8c"}
+BAND_TOP, BAND_HEIGHT, CHAR_WIDTH = 24, 14, 6.5
+JOURNEY_STAGES = {"tutorial", "probation", "game"}
+
+
+def _runs(stages: Sequence[str]) -> list[tuple[int, int, str]]:
+    """(first, end, stage) of each run of equal stages."""
+    runs, first = [], 0
+    for i in range(1, len(stages) + 1):
+        if i == len(stages) or stages[i] != stages[first]:
+            runs.append((first, i, stages[first]))
+            first = i
+    return runs
+
+
+def _stage_band(stages: Sequence[str], left: float, step: float, bottom: float) -> list[str]:
+    """The band of stages, its legend, and a line at each change of the journey stage."""
+    out, journey = [], None
+    for first, end, stage in _runs(stages):
+        x0, width = left + first * step, (end - first) * step
+        colour = STAGE_COLOURS.get(stage, "#ccc")
+        out.append(
+            f'<rect x="{_f(x0)}" y="{BAND_TOP}" width="{_f(width)}" height="{BAND_HEIGHT}" fill="{colour}">'
+            f"<title>{_escape(stage)}: ratings {first + 1} to {end}</title></rect>"
+        )
+        if width >= CHAR_WIDTH * len(stage) + 6 and stage != "control":
+            out.append(f'<text x="{_f(x0 + 3)}" y="{BAND_TOP + 11}">{_escape(stage)}</text>')
+        if stage in JOURNEY_STAGES:
+            if journey is not None and stage != journey:
+                out.append(
+                    f'<line x1="{_f(x0)}" y1="{TOP}" x2="{_f(x0)}" y2="{_f(bottom)}" stroke="#999" '
+                    'stroke-dasharray="2 2"/>'
+                )
+            journey = stage
+    x = left
+    out.append('<g class="stage-legend">')
+    for stage in [s for s in STAGE_COLOURS if s in set(stages)] + sorted(set(stages) - set(STAGE_COLOURS)):
+        out.append(
+            f'<rect x="{_f(x)}" y="4" width="10" height="10" fill="{STAGE_COLOURS.get(stage, "#ccc")}"/>'
+            f'<text x="{_f(x + 14)}" y="13">{_escape(stage)}</text>'
+        )
+        x += 14 + CHAR_WIDTH * len(stage) + 16
+    out.append("</g>")
+    return out
 
 
 def _polyline(xs: np.ndarray, ys: np.ndarray, colour: str, dash: str = "") -> str:
@@ -111,19 +159,7 @@ def timeline_svg(
         for tick in np.unique(np.linspace(1, n, min(n, 6)).round().astype(int)):
             xx = LEFT + (tick - 0.5) / n * plot_width
             out.append(f'<text x="{_f(xx)}" y="{height - 34}" text-anchor="middle">{tick}</text>')
-        # Stage changes: a dotted line each; labels close to the previous one go on a second row.
-        changes = [0] + [i for i in range(1, n) if stages[i] != stages[i - 1]]
-        last_label_x = -1e9
-        for i in changes:
-            xx = (xs[i - 1] + xs[i]) / 2 if i else xs[0]
-            row = 1 if xx - last_label_x < 70 else 0
-            last_label_x = xx if row == 0 else last_label_x
-            if i:
-                out.append(
-                    f'<line x1="{_f(xx)}" y1="{TOP}" x2="{_f(xx)}" y2="{top2 + PANEL}" stroke="#999" '
-                    'stroke-dasharray="2 2"/>'
-                )
-            out.append(f'<text x="{_f(xx + 3)}" y="{TOP - 6 - 13 * row}">{_escape(stages[i])}</text>')
+        out.extend(_stage_band(stages, LEFT, plot_width / n, top2 + PANEL))
         out.append(_polyline(xs, y_share(exact), EXACT_COLOUR))
         out.append(_polyline(xs, y_share(agree), AGREE_COLOUR, "6 3"))
         floor_y = y_secs(floor_seconds)

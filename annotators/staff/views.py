@@ -48,6 +48,7 @@ def _plain(value: object) -> str:
 COLUMNS = (
     ("username", "Rater", _plain, "The rater's username; open it for their timeline, ratings and actions."),
     ("state", "State", _plain, "Where the rater is: tutorial, probation, game or suspended."),
+    ("flag_count", "Flags", _plain, "Behaviour that deserves a look (the rules are below the table)."),
     (
         "tutorial_score",
         "Tutorial",
@@ -86,11 +87,21 @@ COLUMNS = (
         _percent,
         "Expected share of this rater's ratings at the true level (Dawid-Skene model, latest analysis).",
     ),
-    ("flag_count", "Flags", _plain, "Behaviour that deserves a look (the rules are below the table)."),
 )
 SORT_KEYS = {key for key, *_ in COLUMNS}
 # What a phone shows of the table by default: "Show all columns" (?columns=all) shows the rest.
 COMPACT_COLUMNS = frozenset({"username", "state", "game_score", "ratings", "flag_count"})
+# What a laptop leaves out by default, so that the table fits a 1280-px screen with every flag in
+# view: the rest of the agreement split (Exact and Mean |r - c| stay), the longest run (the
+# straight-liner flag reads it) and open disputes (counted above the table).
+WIDE_COLUMNS = frozenset({"adjacent_rate", "lack_rate", "longest_run", "open_disputes"})
+
+
+def _column_class(key: str) -> str:
+    """The cell's class: "more" past a phone's columns, "wide" past a laptop's."""
+    if key in COMPACT_COLUMNS:
+        return ""
+    return "more wide" if key in WIDE_COLUMNS else "more"
 
 
 def _sort_value(stats: RaterStats, key: str) -> object:
@@ -137,7 +148,7 @@ def _headers(params: dict, sort: str) -> list[dict]:
                 "meaning": meaning,
                 "url": "?" + urlencode(query),
                 "aria_sort": ("descending" if descending else "ascending") if current else "none",
-                "more": key not in COMPACT_COLUMNS,
+                "class": _column_class(key),
             }
         )
     return headers
@@ -175,7 +186,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         {
             "stats": r,
             "cells": [
-                (fmt(_sort_value(r, key) if key != "username" else r.username), key not in COMPACT_COLUMNS)
+                (key, fmt(_sort_value(r, key) if key != "username" else r.username), _column_class(key))
                 for key, _, fmt, _ in COLUMNS
             ],
             "flags": [(f, FLAG_LABELS[f]) for f in r.flags],

@@ -40,10 +40,11 @@ SHOWN_STAGES = [(pool.value, pool.label) for pool in (Pool.TUTORIAL, Pool.PROBAT
 
 
 class ServedSerializer(serializers.Serializer):
-    """A pair served to the rater. Only what the rater may see before rating it."""
+    """A pair served to the rater. Only what the rater may see before rating it: no pair id, which
+    would set a control pool imported as a batch of its own apart by its range, and a control met
+    again by its repeat (SPEC 2.5). The assignment id names this serve."""
 
     assignment_id = serializers.IntegerField()
-    pair_id = serializers.IntegerField()
     stage = serializers.ChoiceField(choices=SHOWN_STAGES)
     image_url = serializers.CharField(help_text="Relative to the site, e.g. /media/images/ab/ab12....png")
     image_width = serializers.IntegerField()
@@ -73,10 +74,10 @@ class WindowSerializer(serializers.Serializer):
 
 
 class FeedbackSerializer(serializers.Serializer):
-    """What the rater sees after rating: the points and the reference they were scored against."""
+    """What the rater sees after rating: the points and the reference they were scored against
+    (no pair id, as in the serve)."""
 
     assignment_id = serializers.IntegerField()
-    pair_id = serializers.IntegerField()
     stage = serializers.ChoiceField(choices=SHOWN_STAGES)
     value = serializers.IntegerField()
     points = serializers.IntegerField()

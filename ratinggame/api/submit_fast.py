@@ -141,7 +141,6 @@ def _time(value) -> str:
 def served_answer(served: "game.Served") -> dict:
     return {
         "assignment_id": served.assignment_id,
-        "pair_id": served.pair_id,
         "stage": served.stage,
         "image_url": served.image_url,
         "image_width": served.image_width,
@@ -159,7 +158,6 @@ def feedback_answer(feedback: "game.Feedback", *, serve_next: bool) -> dict:
     window = feedback.window
     answer = {
         "assignment_id": feedback.assignment_id,
-        "pair_id": feedback.pair_id,
         "stage": feedback.stage,
         "value": feedback.value,
         "points": feedback.points,

@@ -258,13 +258,12 @@ def _score(
     if control:
         # SPEC 2.5: scored as a game pair whose two earlier ratings were the expert's.
         reference = pair.expert_rating
-        shown = {"first_rater": False, "consensus_of": control_consensus_of(profile, assignment.id)}
+        shown = {"first_rater": False}
         return player_score(value, [reference, reference]), reference, shown
     before = in_force(pair)
     first_rater = before.count == 0
     points = 0 if first_rater else player_score_from_aggregates(value, before.count, before.total, before.total_sq)
-    # Whose ratings the consensus was: other players', the model's primes.
-    shown = {"first_rater": first_rater, "consensus_of": [pair.human_count, before.count - pair.human_count]}
+    shown = {"first_rater": first_rater}
     pair.in_flight = max(pair.in_flight - 1, 0)
     pair_rating_add(pair, value, rater_model_of(profile))
     pair_rank_refresh(pair)
@@ -323,22 +322,6 @@ def _decided(
     latest = ControlResult(submitted_at=now, agreement=journey.control_agreement(value, reference))
     since = profile.game_entered_at or profile.created_at
     return journey.drift_transition(control_results(rater_id=profile.user_id, since=since, include=latest), window)
-
-
-def control_consensus_of(profile: ProfileRow, assignment_id: int) -> list[int] | None:
-    """Whose ratings a control's feedback names as its consensus (SPEC 2.5: nothing tells a control
-    from a game pair, its feedback's words neither): those one of the rater's latest game pairs'
-    feedback named, drawn from their seed; a primed pair's first rating's ([0 players, 2 primes])
-    before they have any. One prepared statement, one feedback decoded."""
-    rows = sql.latest_game_feedback().fetchall(profile.user_id, CONSENSUS_DRAWN_FROM)
-    if not rows:
-        return [0, 2]
-    (shown,) = rows[journey.seeded_draw(profile.order_seed, assignment_id, bound=len(rows))]
-    named = sql.feedback_of(shown).get("consensus_of")  # only the one drawn is decoded
-    return list(named) if named else [0, 2]
-
-
-CONSENSUS_DRAWN_FROM = 10  # a control's consensus words are one of the rater's latest game pairs'
 
 
 def _window_ratings(profile: ProfileRow, count: int) -> list[tuple[int, int, str]]:

@@ -48,8 +48,6 @@ class Feedback:
     level: int
     rating_id: int
     next: Served | None = None  # the rater's next pair, when the submission asked for it (serve_next)
-    # Game: whose ratings made the consensus shown, [other players, model primes]; None otherwise.
-    consensus_of: tuple | None = None
     # The submission repeated one already stored (a double click, another tab): this is the stored
     # rating's feedback, and the value sent this time was not taken.
     already_rated: bool = False
@@ -120,7 +118,6 @@ def feedback_shown(
         transition=shown.get("transition"),
         level=shown.get("level", 1),
         rating_id=rating_id,
-        consensus_of=tuple(shown["consensus_of"]) if shown.get("consensus_of") else None,
     )
 
 

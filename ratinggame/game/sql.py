@@ -465,23 +465,6 @@ def latest_control_ratings(vendor: str) -> Statement:
     return Statement(sql, {Rating: ("rater", "stage", "excluded", "submitted_at", "value", "reference")}, fields)
 
 
-@statement
-def latest_game_feedback(vendor: str) -> Statement:
-    """The feedback of a rater's latest game ratings, newest first, at most a number of them (a
-    control's feedback takes its words from one, ``gameplay.control_consensus_of``)."""
-    r = {name: column(Rating, name) for name in ("rater", "stage", "feedback")}
-    sql = (
-        f"SELECT r.{r['feedback']} FROM {table(Rating)} r "  # noqa: S608
-        f"WHERE r.{r['rater']} = %s AND r.{r['stage']} = '{GAME}' ORDER BY r.\"id\" DESC LIMIT %s"
-    )
-    return Statement(sql, {Rating: ("rater", "stage", "feedback")})
-
-
-def feedback_of(value) -> dict:
-    """A feedback column's value as the model's field reads it (text on some databases)."""
-    return Rating._meta.get_field("feedback").from_db_value(value, None, _db()) or {}
-
-
 # --- Writes ---------------------------------------------------------------------------------------
 
 # A write is one UPDATE or INSERT of the fields named, by primary key (updates) or with every

@@ -2,7 +2,7 @@
 
 One bar per hour, oldest on the left: the game ratings that count (they build the dataset) at
 the bottom, the other ratings (tutorial, probation, excluded) stacked above them in a lighter
-colour; a label at each midnight (UTC). The title and description say in words what the bars
+colour; a label under each midnight (UTC). The title and description say in words what the bars
 show, for screen readers; the page puts the legend beside it (readable at any width). The page
 sets its width; the picture scales with its viewBox.
 """
@@ -14,6 +14,9 @@ from html import escape
 WIDTH, HEIGHT = 720, 220
 LEFT, RIGHT, TOP, BOTTOM = 48, 12, 16, 44
 COUNTED_COLOUR, OTHER_COLOUR, GRID_COLOUR = "#0b57d0", "#a9aebb", "#dde0e6"
+# A day's label ("03 Dec") at 15 px is about 50 px wide: centred under its midnight, or ending at
+# the picture's edge where centring would cut it.
+LABEL_HALF_WIDTH = 26
 
 
 def _nice_ceiling(value: int) -> int:
@@ -28,6 +31,13 @@ def _nice_ceiling(value: int) -> int:
 
 def _f(value: float) -> str:
     return f"{value:.1f}"
+
+
+def _day_label(x: float, text: str) -> str:
+    y = HEIGHT - BOTTOM + 20
+    if x + LABEL_HALF_WIDTH > WIDTH:
+        return f'<text x="{WIDTH - 1}" y="{y}" text-anchor="end">{text}</text>'
+    return f'<text x="{_f(x)}" y="{y}" text-anchor="middle">{text}</text>'
 
 
 def ratings_per_hour_svg(
@@ -76,7 +86,7 @@ def ratings_per_hour_svg(
         if moment.hour == 0:
             out.append(
                 f'<line x1="{_f(x)}" y1="{TOP}" x2="{_f(x)}" y2="{HEIGHT - BOTTOM + 4}" stroke="#80838f"/>'
-                f'<text x="{_f(x + 3)}" y="{HEIGHT - BOTTOM + 18}">{moment:%d %b}</text>'
+                + _day_label(x, f"{moment:%d %b}")
             )
         if counted[i]:
             out.append(

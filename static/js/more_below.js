@@ -1,7 +1,8 @@
 /* Feedback whose end lies under the sticky "Next" bar (a long explanation, a phone): the bar says
    so ("More below") and a press scrolls the rest into view, so that nobody goes on without having
    seen the sentence they most need. Shared by the feedback page and the rating page's in-place
-   feedback (a new bar with each feedback: the one watched is the latest); the bar stays in view. */
+   feedback (a new bar with each feedback: the one watched is the latest); the bar stays in view.
+   An opened dispute form is brought into view the same way. */
 (function () {
   "use strict";
 
@@ -40,6 +41,29 @@
     current = { bar: bar, button: button };
     update();
   }
+
+  // "Dispute this score" opens its form under the feedback, often below the fold: the form is
+  // brought into view whole and its comment field takes the focus. (A toggle does not bubble: it
+  // is heard in the capture phase, for the page's form and the one of each feedback in place.)
+  document.addEventListener(
+    "toggle",
+    function (event) {
+      var details = event.target;
+      if (!details.matches || !details.matches("details.dispute") || !details.open) {
+        return;
+      }
+      var form = details.querySelector("form");
+      if (form && form.getBoundingClientRect().bottom > window.innerHeight) {
+        var still = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+        form.scrollIntoView({ block: "end", behavior: still ? "auto" : "smooth" });
+      }
+      var field = details.querySelector("textarea, input:not([type=hidden])");
+      if (field) {
+        field.focus({ preventScroll: true });
+      }
+    },
+    true
+  );
 
   window.addEventListener("scroll", update, { passive: true });
   window.addEventListener("resize", update);

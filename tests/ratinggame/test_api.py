@@ -38,7 +38,6 @@ pytestmark = pytest.mark.django_db
 
 SERVED_KEYS = {
     "assignment_id",
-    "pair_id",
     "stage",
     "image_url",
     "image_width",
@@ -153,7 +152,8 @@ def test_a_script_signs_up_and_plays_tutorial_then_game_through_the_api():
 
     assert client.get("/api/game/step").json()["step"] == "game"
     served = client.post("/api/game/next", format="json").json()
-    assert served["stage"] == "game" and served["pair_id"] in {p.pk for p in game_pairs}
+    assert served["stage"] == "game"
+    assert Assignment.objects.get(pk=served["assignment_id"]).pair_id in {p.pk for p in game_pairs}
     feedback = client.post(
         "/api/game/submit", {"assignment_id": served["assignment_id"], "value": 4}, format="json"
     ).json()
@@ -201,7 +201,7 @@ def test_a_submission_with_next_answers_the_feedback_and_the_next_pair_in_one_re
     } == client.get(f"/api/game/feedback/{served['assignment_id']}").json()
     following = body["next"]
     assert set(following) == SERVED_KEYS
-    assert following["stage"] == "game" and following["pair_id"] != served["pair_id"]
+    assert following["stage"] == "game" and following["caption"] != served["caption"]
     assert client.post("/api/game/next", format="json").json() == following  # the open assignment
     # Submitted again: the first feedback, marked as already rated, and the same open pair.
     assert client.post("/api/game/submit", submission, format="json").json() == {**body, "already_rated": True}

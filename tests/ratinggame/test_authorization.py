@@ -543,7 +543,7 @@ def test_a_rater_who_is_also_a_researcher_sees_nothing_of_the_pair_being_rated(s
     both.groups.add(ensure_roles()[RESEARCHER])
     api = token_client(both)
     served = api.post("/api/game/next", format="json").json()
-    assert served["pair_id"] == pair.pk
+    assert Assignment.objects.get(pk=served["assignment_id"]).pair_id == pair.pk
     rating_of_pair = pair.ratings.first().pk
     job = ExportJob.objects.create(created_by=both, status=ExportJob.Status.DONE, finished_at=timezone.now())
 

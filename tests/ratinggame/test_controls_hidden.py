@@ -110,3 +110,59 @@ def test_two_fresh_raters_meet_the_demo_in_orders_of_their_own_never_one_image_t
     assert orders[0] != orders[1]
     # Not the import order either.
     assert orders[0] != sorted(orders[0])
+
+
+def test_a_rater_is_sent_no_pair_id_before_or_after_rating():
+    # The demo's game pairs had ids 71-132 and its controls 133-157: any control pool imported as a
+    # batch of its own has such a range, and a control met again repeats its id.
+    game_pairs(6, primes=[3.0, 3.0])
+    ControlPairFactory(expert_rating=4)
+    client = token_client(rater(RaterState.GAME, window_count=20, window_points=40))
+    answers = one_of_each(client)
+    for answer in answers.values():
+        assert "pair_id" not in answer and "pair_id" not in (answer.get("next") or {}), answer
+    served_control = answers["control"]
+    stored = client.get(f"/api/game/feedback/{served_control['assignment_id']}").json()
+    assert "pair_id" not in stored
+
+
+def _messages(response) -> list[str]:
+    return [str(message) for message in response.context["messages"]] if response.context else []
+
+
+def test_a_control_and_a_game_pair_read_the_same_after_rating_and_when_reported_or_skipped(client):
+    """The feedback page, and the answers of "Report a problem and skip" and "Skip this pair", with
+    what differs between any two pairs blanked (caption, image, figures): the same words."""
+    game_pairs(12, primes=[4.0, 4.0])
+    for _ in range(4):
+        ControlPairFactory(expert_rating=4)
+    client.force_login(rater(RaterState.GAME, game_serves=100, window_count=20, window_points=40))
+    seen: dict[tuple[str, str], str] = {}
+    actions = ("rate", "report", "skip")
+    for step in itertools.count():
+        assert step < 60, f"only {sorted(seen)}"
+        page = client.get("/play/game/")
+        served = page.context["served"]
+        pool = str(CaptionPair.objects.get(pk=served.pair_id).pool)
+        action = next((a for a in actions if (pool, a) not in seen), "rate")
+        if action == "rate":
+            answer = client.post("/play/game/", {"assignment": served.assignment_id, "value": "4"}, follow=True)
+            text = normalised(answer.content.decode(), served)
+        elif action == "report":
+            answer = client.post(
+                "/play/report/",
+                {"assignment": served.assignment_id, "reason": "other", "text": "odd"},
+                follow=True,
+            )
+            text = re.sub(r"\d+", "N", " ".join(_messages(answer)))
+        else:
+            answer = client.post("/play/skip/", {"assignment": served.assignment_id}, follow=True)
+            text = re.sub(r"\d+", "N", " ".join(_messages(answer)))
+        seen.setdefault((pool, action), text)
+        if len(seen) == 2 * len(actions):
+            break
+    for action in actions:
+        assert seen[("control", action)] == seen[("game", action)], action
+    assert "You matched the consensus." in seen[("control", "rate")]  # the feedback page, in the game's words
+    assert "reported and skipped" in seen[("control", "report")]
+    assert seen[("control", "skip")].startswith("Skipped: no rating, no points.")

@@ -8,9 +8,15 @@ import time
 import pytest
 
 from annotators.models import RaterState
-from ratinggame.models import Pool, Rating
+from ratinggame.models import Assignment, Pool, Rating
 from tests.browser import ARTIFACTS, SIZES, chromium, inside_viewport, photo_like_image, signed_in, wait_until
-from tests.factories import CaptionPairFactory, ProbationPairFactory, TutorialPairFactory, rating_make
+from tests.factories import (
+    CaptionPairFactory,
+    ControlPairFactory,
+    ProbationPairFactory,
+    TutorialPairFactory,
+    rating_make,
+)
 from tests.ratinggame.journey_helpers import rater
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -62,7 +68,9 @@ def test_each_rating_screen_and_its_feedback_fit_one_screen_at_both_sizes(live_s
                 page = signed_in(browser, live_server, user, **options)
                 page.goto(feedback_url)
                 page.screenshot(path=str(ARTIFACTS / f"feedback-{stage}-{size}.png"))
-                problems += [f"{stage} feedback {size}: {p}" for p in inside_viewport(page, ".fb-points, #continue")]
+                # The points, Next, and the pair they are for (a 30-word caption): on a phone too.
+                shown = ".fb-points, #continue, .pair-small .pair-thumb, .pair-small .caption"
+                problems += [f"{stage} feedback {size}: {p}" for p in inside_viewport(page, shown)]
                 page.context.close()
     assert not problems, "\n".join(problems)
     assert Rating.objects.count() == 3
@@ -220,9 +228,7 @@ def test_a_dispute_and_its_outcome_reach_the_rater(live_server, chromium_path, f
         page = signed_in(browser, live_server, user, **SIZES["1280x720"])
         _rate_a_two(page, live_server)
         feedback_url = page.url
-        assert "The model's estimate (no other player has rated this pair yet) was 4" in page.inner_text(
-            "#consensus-note"
-        )
+        assert page.inner_text("#consensus-note").startswith("The consensus was 4: “Mostly identified")
         _dispute(page, "The box is clearly red: a 2 is fair.")
         assert page.get_by_text("Dispute this score").count() == 0  # filed: not offered again
 
@@ -235,6 +241,25 @@ def test_a_dispute_and_its_outcome_reach_the_rater(live_server, chromium_path, f
         page.screenshot(path=str(ARTIFACTS / "me-dispute-outcome-1280x720.png"), full_page=True)
         page.goto(feedback_url)
         assert "Accepted" in page.inner_text(".dispute-outcome")
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_dispute_this_score_brings_its_form_into_view(live_server, chromium_path, fast, size):
+    """Issue 35, item 6: the form opened below the fold and nothing moved to it."""
+    CaptionPairFactory(image=photo_like_image(23), caption=LONG_CAPTION, primes=[4.0, 4.0])
+    with chromium(chromium_path) as browser:
+        page = signed_in(browser, live_server, rater(RaterState.GAME), **SIZES[size])
+        _rate_a_two(page, live_server)
+        page.goto(page.url)  # the feedback as a page
+        page.get_by_text("Dispute this score").click()
+        send = page.get_by_role("button", name="Send the dispute")
+        deadline = time.monotonic() + 5
+        while inside_viewport(page, ".dispute form button") and time.monotonic() < deadline:
+            page.wait_for_timeout(50)  # a smooth scroll
+        assert inside_viewport(page, ".dispute form button") == []
+        assert send.is_visible()
+        assert page.evaluate("document.activeElement.name") == "comment"
+        page.screenshot(path=str(ARTIFACTS / f"dispute-open-{size}.png"))
 
 
 def test_a_dispute_sent_from_the_feedback_shown_in_place_is_filed(live_server, chromium_path, fast):
@@ -339,48 +364,88 @@ HIDDEN_BY = """() => {
 }"""
 
 
-def test_feedback_under_the_next_bar_says_so_and_a_press_shows_the_rest(live_server, chromium_path, fast):
-    """Issue 35, item 1: a wrong answer's explanation ran on under the sticky "Next pair" and
-    nothing said there was more. At both sizes, on the feedback page and in place, either the
-    verdict and the explanation end above the bar, or the bar says "More below" and a press on
-    it brings their end above the bar."""
-    for index in range(2):
+def _hidden_feedback(page, label: str) -> list[str]:
+    """Either the verdict and the explanation end above the Next bar, or the bar says "More below"
+    and a press on it brings their end above the bar (and the words go)."""
+    more = page.locator(".more-below")
+    if page.evaluate(HIDDEN_BY) <= 0:
+        return [f"{label}: 'More below' with nothing below"] if more.count() and more.is_visible() else []
+    if not more.is_visible():
+        return [f"{label}: hidden under the bar, and nothing says so"]
+    more.click()
+    deadline = time.monotonic() + 5
+    while (page.evaluate(HIDDEN_BY) > 0 or more.is_visible()) and time.monotonic() < deadline:
+        page.wait_for_timeout(50)  # the scroll is smooth; the button follows the scroll
+    if page.evaluate(HIDDEN_BY) > 0:
+        return [f"{label}: still hidden after 'More below'"]
+    return [f"{label}: 'More below' stays after the rest is shown"] if more.is_visible() else []
+
+
+# Each stage's feedback after a right answer, one level off and far off (the expert, the primes
+# and the controls say 5), with the game's controls among its pairs.
+ANSWERS = {"right": 5, "one off": 4, "far off": 1}
+
+
+def _feedback_world() -> dict[str, object]:
+    for order in range(3):
         TutorialPairFactory(
-            image=photo_like_image(index + 1),
+            image=photo_like_image(order + 1),
             caption=LONG_CAPTION,
             expert_rating=5,
             explanation=LONG_EXPLANATION,
-            display_order=index,
+            display_order=order,
         )
-    problems = []
+        ProbationPairFactory(
+            image=photo_like_image(order + 4), caption=LONG_CAPTION, expert_rating=5, explanation=LONG_EXPLANATION
+        )
+    for index in range(6):
+        CaptionPairFactory(image=photo_like_image(index + 7), caption=f"{LONG_CAPTION} {index}", primes=[5.0, 5.0])
+    for index in range(3):
+        ControlPairFactory(image=photo_like_image(index + 13), caption=f"{LONG_CAPTION} c{index}", expert_rating=5)
+    return {
+        RaterState.TUTORIAL: rater(RaterState.TUTORIAL),
+        RaterState.PROBATION: rater(RaterState.PROBATION),
+        RaterState.GAME: rater(RaterState.GAME, window_count=20, window_points=40),
+    }
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_every_feedback_shows_its_verdict_and_the_pair_rated_or_says_there_is_more(
+    live_server, chromium_path, fast, settings, size
+):
+    """Issue 35, item 1: a wrong answer's explanation ran on under the sticky "Next pair" with
+    nothing to say so, and on a phone the feedback page put the pair rated after the button. For
+    the tutorial, probation, game and control pairs, right, one off and far off, in place and as a
+    page (opened again): the verdict and the explanation are in view or "More below" brings them, and
+    the page shows the pair rated (its picture and a 30-word caption) without scrolling."""
+    settings.RATINGGAME = {**settings.RATINGGAME, "CONTROL_EVERY": 2}
+    raters = _feedback_world()
+    problems, met = [], set()
     with chromium(chromium_path) as browser:
-        for size, options in SIZES.items():
-            user = rater(RaterState.TUTORIAL)
-            page = signed_in(browser, live_server, user, **options)
-            for how in ("in place", "as a page"):
-                page.goto(f"{live_server.url}/play/tutorial/")
+        for stage, user in raters.items():
+            page = signed_in(browser, live_server, user, **SIZES[size])
+            page.goto(f"{live_server.url}/play/{stage}/")
+            answers = list(ANSWERS.items()) + ([("far off", 1)] if stage == RaterState.GAME else [])
+            for answer, value in answers:
                 wait_until(page, "document.getElementById('pair-image').complete")
-                page.locator("label[for=value-1]").click()
+                page.locator(f"label[for=value-{value}]").click()
                 page.locator("#submit-rating:enabled").click()
                 page.wait_for_url(re.compile(r"/play/feedback/\d+/$"))
-                if how == "as a page":
-                    page.reload()
+                assignment = Assignment.objects.get(pk=int(page.url.rstrip("/").rsplit("/", 1)[1]))
+                label = f"{size} {assignment.stage} {answer}"
+                met.add((str(assignment.stage), answer))
                 page.locator(".actions.next #continue").wait_for()
-                more = page.locator(".more-below")
-                if page.evaluate(HIDDEN_BY) > 0:
-                    if not more.is_visible():
-                        problems.append(f"{size} {how}: hidden under the bar, and nothing says so")
-                        continue
-                    more.click()
-                    deadline = time.monotonic() + 5
-                    while (page.evaluate(HIDDEN_BY) > 0 or more.is_visible()) and time.monotonic() < deadline:
-                        page.wait_for_timeout(50)  # the scroll is smooth; the button follows the scroll
-                    if page.evaluate(HIDDEN_BY) > 0:
-                        problems.append(f"{size} {how}: still hidden after 'More below'")
-                    elif more.is_visible():
-                        problems.append(f"{size} {how}: 'More below' stays after the rest is shown")
-                elif more.count() and more.is_visible():
-                    problems.append(f"{size} {how}: 'More below' with nothing below")
-                page.screenshot(path=str(ARTIFACTS / f"feedback-long-{how.replace(' ', '-')}-{size}.png"))
+                problems += _hidden_feedback(page, f"{label} in place")
+                page.goto(page.url)  # opened as a page (a reload would keep the scroll made in place)
+                page.locator(".actions.next #continue").wait_for()
+                problems += [f"{label} as a page: {p}" for p in inside_viewport(page, ".pair-small .pair-thumb")]
+                problems += [f"{label} as a page: {p}" for p in inside_viewport(page, ".pair-small .caption")]
+                problems += _hidden_feedback(page, f"{label} as a page")
+                name = f"feedback-{assignment.stage}-{answer.replace(' ', '-')}-{size}.png"
+                page.screenshot(path=str(ARTIFACTS / name))
+                page.locator(".actions.next #continue").click()
+                page.wait_for_load_state()
             page.context.close()
     assert not problems, "\n".join(problems)
+    stages = {stage for stage, _ in met}
+    assert stages == {"tutorial", "probation", "game", "control"}, met

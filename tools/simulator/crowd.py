@@ -61,7 +61,7 @@ import httpx
 import numpy as np
 
 from tools.simulator.report import build_report
-from tools.simulator.setup import expert_ratings, pairs_setup
+from tools.simulator.setup import expert_ratings, pairs_by_content, pairs_setup
 
 RATINGS_PER_PAIR = 4  # the share of game ratings per rater is pairs x this / raters
 SD_BEST = 0.1  # noise sd of a rater of competency 1: always rounds to the true quality
@@ -352,7 +352,18 @@ class Crowd:
         self.tag = config.tag or secrets.token_hex(4)
         self.share = config.game_share()
         self.truths: dict[int, int] = {}  # pair id -> true quality, where known
+        self.pair_ids: dict[tuple[str, str], int] = {}  # (image URL, caption) -> pair id, with a researcher token
         self.truth_source = "hash"
+
+    def pair_of(self, served: dict) -> int:
+        """The served pair's id where the researcher API listed it; otherwise a stable number from
+        what was shown (from 2**48 up, so never a real id, and non-negative, as a seed must be)."""
+        shown = (served["image_url"], served["caption"])
+        known = self.pair_ids.get(shown)
+        if known is not None:
+            return known
+        digest = hashlib.sha256("\n".join(shown).encode()).digest()
+        return 2**48 + int.from_bytes(digest[:6], "big")
 
     def truth_of(self, pair_id: int) -> int:
         known = self.truths.get(pair_id)
@@ -435,7 +446,7 @@ class Crowd:
                 continue
             none_left = 0
             received = time.perf_counter()
-            pair_id, stage = served["pair_id"], served["stage"]
+            pair_id, stage = self.pair_of(served), served["stage"]
             outcome.last_stage = stage
             truth = self.truth_of(pair_id)
             occurrences[pair_id] += 1
@@ -524,6 +535,7 @@ class Crowd:
                 self.truths.update(await pairs_setup(staff, pairs=config.pairs, seed=config.seed, tag=self.tag))
                 self.truth_source = "setup"
             self.truths.update(await expert_ratings(staff))
+            self.pair_ids = await pairs_by_content(staff)
 
     async def play_all(self, timings: dict[str, float]) -> list[RaterOutcome]:
         config = self.config

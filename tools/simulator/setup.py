@@ -136,6 +136,17 @@ async def pairs_setup(session, *, pairs: int, seed: int, tag: str) -> dict[int, 
     return truths
 
 
+async def pairs_by_content(session) -> dict[tuple[str, str], int]:
+    """(image URL, caption) -> pair id of every pair on the server. A rater is served no pair id
+    (SPEC 2.5: it would tell a control apart), so the crowd finds the pair it was served by what
+    it was shown."""
+    index: dict[tuple[str, str], int] = {}
+    for pool in ("tutorial", "probation", "control", "game"):
+        for pair in await pool_pairs(session, pool):
+            index[(pair["image"]["url"], pair["caption"])] = pair["id"]
+    return index
+
+
 async def expert_ratings(session) -> dict[int, int]:
     """Pair id -> expert rating of every tutorial, probation and control pair on the server."""
     ratings: dict[int, int] = {}
