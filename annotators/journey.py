@@ -31,6 +31,7 @@ from django.conf import settings
 from django.db import models
 
 from annotators.competency.pcm import rubric_score
+from annotators.study.settings import study
 
 TUTORIAL_SIZE = 10
 TUTORIAL_MAX_POINTS = 2 * TUTORIAL_SIZE  # 2 points for each expert rating matched
@@ -168,6 +169,31 @@ def seeded_draw(seed: int, *keys: int, bound: int) -> int:
 def control_every() -> int:
     """One game serve in this many is a control pair (0: no control pairs)."""
     return max(0, int(settings.RATINGGAME["CONTROL_EVERY"]))
+
+
+def attention_every() -> int:
+    """One game serve of a study participant's in this many is an attention check (0: none)."""
+    return study().attention_every
+
+
+def attention_due(seed: int, serve: int) -> bool:
+    """Whether a participant's game serve ``serve`` (0-based) is their block's attention check
+    (SPEC 7): one in each block of ``attention_every()`` serves, at a place drawn per rater and
+    block, as a control's is (with keys of its own). A block whose check falls on the serve of a
+    control has none: the control is served (the rate is then a little below one in ``every``)."""
+    every = attention_every()
+    if every == 0:
+        return False
+    block, place = divmod(serve, every)
+    return place == seeded_draw(seed, ATTENTION_KEY, block, bound=every)
+
+
+ATTENTION_KEY = 7  # keeps the attention checks' draws apart from the controls' (keys (block,))
+
+
+def attention_failed(value: int, instructed: int) -> bool:
+    """An attention check is failed by any answer but the one its caption asked for."""
+    return value != instructed
 
 
 def control_due(seed: int, serve: int) -> bool:

@@ -23,7 +23,7 @@ from annotators.journey import (
 )
 from annotators.models import PSEUDONYM_TAKEN, Dispute, DisputeStatus, RaterProfile, RaterState
 from annotators.roles import ANNOTATOR, ensure_roles
-from ratinggame.models import GAME_STAGES, Rating, game_ratings
+from ratinggame.models import GAME_STAGES, Pool, Rating, game_ratings
 from scoring.consensus import BEST_SCORE
 
 DISPLAY_NAME_MAX_CHARS = 40
@@ -76,7 +76,9 @@ def dispute_refusal(rating: Rating, *, disputed: bool | None = None) -> Validati
     the value), the full 2 points already, or disputed once already. ``disputed``: False for a
     rating just stored (no dispute yet: nothing read), None to read its dispute.
     """
-    if rating.stage not in GAME_STAGES:
+    if rating.stage == Pool.ATTENTION:
+        message, code = "An attention check scores no points: there is nothing to dispute.", "not_game"
+    elif rating.stage not in GAME_STAGES:
         message, code = "Only game scores can be disputed: tutorial and probation use expert ratings.", "not_game"
     elif rating.excluded:
         reason = f" ({rating.excluded_reason})" if rating.excluded_reason else ""

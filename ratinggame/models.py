@@ -26,7 +26,9 @@ class Pool(models.TextChoices):
     stored with the stage "control", which keeps them out of every consensus, cap and export.
     Guide pairs are the Rating Guide's examples, one or more per level with the expert rating and
     why (``annotators.gates.guide_context``): shown beside the rubric from the first tutorial pair
-    on, never served, rated, primed or exported.
+    on, never served, rated, primed or exported. Attention-check pairs (SPEC 7, a study's option)
+    are instructed-response items whose caption says which level to choose (their expert rating):
+    served in the game to study participants, scored nowhere, recorded with their own stage.
     """
 
     TUTORIAL = "tutorial", "Tutorial"
@@ -34,14 +36,18 @@ class Pool(models.TextChoices):
     GAME = "game", "Game"
     CONTROL = "control", "Control"
     GUIDE = "guide", "Rating Guide example"
+    ATTENTION = "attention", "Attention check"
 
 
 # The stages a rater meets in the game: game pairs and the control pairs among them. Ratings of
 # both make the game score, the qualification window and the rater's game record.
 GAME_STAGES = (Pool.GAME, Pool.CONTROL)
+# What the game screen serves: its pairs, and a study's attention checks (SPEC 7: instructed-response
+# pairs, "For this pair choose 1", optional), which are in no score, window, quota or dataset.
+SERVED_IN_GAME = (*GAME_STAGES, Pool.ATTENTION)
 # Pools whose pairs carry an expert rating, which a manifest must give; of them, the pools that
 # teach the scale also need why the experts chose it (a control pair's explanation is for staff).
-EXPERT_POOLS = frozenset({Pool.TUTORIAL, Pool.PROBATION, Pool.GUIDE, Pool.CONTROL})
+EXPERT_POOLS = frozenset({Pool.TUTORIAL, Pool.PROBATION, Pool.GUIDE, Pool.CONTROL, Pool.ATTENTION})
 TEACHING_POOLS = frozenset({Pool.TUTORIAL, Pool.PROBATION, Pool.GUIDE})
 
 

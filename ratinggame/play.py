@@ -169,7 +169,8 @@ def _dispute_offered(feedback: "game.Feedback") -> bool:
     """As the feedback page decides it (``dispute_refusal``), for a rating just stored: not
     excluded, not disputed yet (nothing to read). What the rule reads of the rating, without
     building a model instance for it."""
-    rating = SimpleNamespace(stage=feedback.stage, excluded=False, reference=feedback.reference, points=feedback.points)
+    stage = Pool.ATTENTION if feedback.attention_check else feedback.stage
+    rating = SimpleNamespace(stage=stage, excluded=False, reference=feedback.reference, points=feedback.points)
     return services.dispute_refusal(rating, disputed=False) is None
 
 

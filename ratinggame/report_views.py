@@ -18,7 +18,7 @@ from annotators.roles import staff_required
 from ratinggame import drafts
 from ratinggame.forms import PairReportForm, ReportResolveForm
 from ratinggame.game.reports import REPORT_MAX_CHARS, ReportRefused, pair_report, reports_resolve
-from ratinggame.models import GAME_STAGES, CaptionPair, PairReport, ReportReason
+from ratinggame.models import GAME_STAGES, CaptionPair, PairReport, Pool, ReportReason
 
 
 @login_required
@@ -53,6 +53,12 @@ def report(request: HttpRequest) -> HttpResponse:
         )
         messages.success(
             request, f"Thank you: the pair is reported and skipped (no rating, no points); staff will look at it.{near}"
+        )
+    elif reported.report.stage == Pool.ATTENTION:
+        messages.success(
+            request,
+            "Thank you: staff will look at it. An attention check is not skipped: please choose the level its "
+            "caption asks for.",
         )
     elif reported.report.stage in GAME_STAGES:  # a control is a game pair to the rater
         messages.warning(

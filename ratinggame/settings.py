@@ -345,6 +345,11 @@ RATINGGAME_STUDY = {
     "SCREEN_OUT_ROUNDS": env_int("RATINGGAME_STUDY_SCREEN_OUT_ROUNDS", 3),
     "COMPLETION_CODE": env_str("RATINGGAME_STUDY_COMPLETION_CODE", ""),
     "SCREEN_OUT_CODE": env_str("RATINGGAME_STUDY_SCREEN_OUT_CODE", ""),
+    # Fair attention checks (Prolific's rules: instructed-response items, "For this pair choose 1"):
+    # one game serve in this many is one, for a study's participants (0: none, the default); a
+    # participant who fails this many becomes reject-eligible (the site never rejects by itself).
+    "ATTENTION_EVERY": env_int("RATINGGAME_STUDY_ATTENTION_EVERY", 0),
+    "ATTENTION_FAILS": env_int("RATINGGAME_STUDY_ATTENTION_FAILS", 2),
     # Active time: serve to accepted submit of each rating, capped at this many seconds.
     "ACTIVE_SECONDS_CAP": env_int("RATINGGAME_STUDY_ACTIVE_SECONDS_CAP", 60),
     "PAY_HOURLY": env_decimal("RATINGGAME_STUDY_PAY_HOURLY", "0"),
@@ -369,11 +374,13 @@ RATINGGAME_STUDY = {
     "GENERIC_ID_PARAM": env_str("RATINGGAME_STUDY_GENERIC_ID_PARAM", "participant_id"),
     "GENERIC_RETURN_URL": env_str("RATINGGAME_STUDY_GENERIC_RETURN_URL", ""),
 }
-for _key in ("MINUTES", "QUOTA_RATINGS", "QUOTA_MINUTES", "SCREEN_OUT_ROUNDS"):
+for _key in ("MINUTES", "QUOTA_RATINGS", "QUOTA_MINUTES", "SCREEN_OUT_ROUNDS", "ATTENTION_EVERY"):
     if RATINGGAME_STUDY[_key] < 0:
         raise ImproperlyConfigured(f"RATINGGAME_STUDY_{_key} must be 0 or more.")
 if _unknown := set(RATINGGAME_STUDY["PLATFORMS"]) - {"prolific", "generic", "mturk"}:
     raise ImproperlyConfigured(f"RATINGGAME_STUDY_PLATFORMS takes prolific, generic and mturk, not {sorted(_unknown)}.")
+if RATINGGAME_STUDY["ATTENTION_FAILS"] < 1:
+    raise ImproperlyConfigured("RATINGGAME_STUDY_ATTENTION_FAILS must be at least 1.")
 if RATINGGAME_STUDY["ACTIVE_SECONDS_CAP"] < 1:
     raise ImproperlyConfigured("RATINGGAME_STUDY_ACTIVE_SECONDS_CAP must be at least 1 second.")
 

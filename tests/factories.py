@@ -83,6 +83,14 @@ class ControlPairFactory(TutorialPairFactory):
     pool = Pool.CONTROL
 
 
+class AttentionCheckFactory(TutorialPairFactory):
+    """A study's attention check (SPEC 7): its caption says which level to choose (its expert rating)."""
+
+    pool = Pool.ATTENTION
+    expert_rating = 2
+    caption = factory.LazyAttribute(lambda pair: f"Attention check: for this pair, choose {pair.expert_rating}.")
+
+
 def rating_make(
     *,
     rater,

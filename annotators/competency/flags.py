@@ -191,6 +191,8 @@ def load_rating_rows(user_ids: list[int] | None = None) -> RatingRows:
     consensus = leave_one_out_consensus(pair_sum, pair_count, value, is_game & ~excluded)
     info = [pairs[p] for p in pair_id.tolist()]
     expert = np.asarray([np.nan if e is None else e for e, _ in info], dtype=float)
+    # An attention check's "expert rating" is the answer its caption asked for: not an agreement.
+    expert[np.asarray([s == Pool.ATTENTION for s in stage], dtype=bool)] = np.nan
     prime = np.asarray([_prime(p) for _, p in info], dtype=float)
     return RatingRows(
         rating_id=np.asarray(rating_id, dtype=np.int64),

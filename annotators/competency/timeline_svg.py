@@ -24,7 +24,13 @@ TOP, PANEL, GAP, BOTTOM = 52, 140, 56, 64
 EXACT_COLOUR, AGREE_COLOUR, SPEED_COLOUR = "#1f5fa8", "#146c2e", "#6b4c9a"
 # The stage band: a colour per stage, and each stage's name inside its run where the run is wide
 # enough for it (about 6.5 px a character); every stage shown is named once in the band's legend.
-STAGE_COLOURS = {"tutorial": "#f1d48a", "probation": "#f2a99f", "game": "#a9cbe8", "control": "#5b3f8c"}
+STAGE_COLOURS = {
+    "tutorial": "#f1d48a",
+    "probation": "#f2a99f",
+    "game": "#a9cbe8",
+    "control": "#5b3f8c",
+    "attention": "#7fbf8e",
+}
 BAND_TOP, BAND_HEIGHT, CHAR_WIDTH = 24, 14, 6.5
 JOURNEY_STAGES = {"tutorial", "probation", "game"}
 

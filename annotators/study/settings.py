@@ -28,6 +28,10 @@ class StudySettings:
     screen_out_rounds: int
     completion_code: str
     screen_out_code: str
+    # Fair attention checks (SPEC 7, off by default): one game serve in this many of a participant's
+    # is one (0: none); this many failed make a participant reject-eligible.
+    attention_every: int
+    attention_fails: int
     active_seconds_cap: int
     pay_hourly: Decimal
     pay_per_point: Decimal
@@ -91,6 +95,8 @@ LABELS = {
     ),
     "completion_code": "Completion code",
     "screen_out_code": "Screened-out code",
+    "attention_every": "Attention checks: one game pair in this many of a participant's (0: none)",
+    "attention_fails": "Attention checks failed that make a participant reject-eligible",
     "active_seconds_cap": "Active time counted per rating, at most (seconds)",
     "pay_hourly": "Pay per active hour",
     "pay_per_point": "Bonus per game point",
@@ -124,6 +130,8 @@ def study() -> StudySettings:
         screen_out_rounds=conf["SCREEN_OUT_ROUNDS"],
         completion_code=conf["COMPLETION_CODE"],
         screen_out_code=conf["SCREEN_OUT_CODE"],
+        attention_every=conf["ATTENTION_EVERY"],
+        attention_fails=conf["ATTENTION_FAILS"],
         active_seconds_cap=conf["ACTIVE_SECONDS_CAP"],
         pay_hourly=Decimal(conf["PAY_HOURLY"]),
         pay_per_point=Decimal(conf["PAY_PER_POINT"]),

@@ -16,6 +16,7 @@ from annotators.study.entry import EntryRefused, entry_link, return_url
 from annotators.study.forms import PayPeriodForm, UpToForm
 from annotators.study.pay_files import FILES
 from annotators.study.report import pay_report
+from annotators.study.review import reject_eligible
 from annotators.study.settings import study
 
 
@@ -102,7 +103,13 @@ def pay_page(request: HttpRequest) -> HttpResponse:
         response["Content-Disposition"] = f'attachment; filename="{name}"'
         return response
     query = f"start={form.cleaned_data['start']}&end={form.cleaned_data['end']}"
-    context = {"form": form, "report": report, "query": query, **_bonus_context(form.cleaned_data["end"])}
+    context = {
+        "form": form,
+        "report": report,
+        "query": query,
+        "reject_eligible": reject_eligible(),
+        **_bonus_context(form.cleaned_data["end"]),
+    }
     return render(request, "annotators/study/pay.html", context)
 
 

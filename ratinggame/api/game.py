@@ -99,6 +99,10 @@ class FeedbackSerializer(serializers.Serializer):
     )
     level = serializers.IntegerField()
     rating_id = serializers.IntegerField()
+    attention_check = serializers.BooleanField(
+        help_text="true: the pair was a study's attention check (its caption said which level to choose, "
+        "now in reference); it scores no points and counts toward nothing."
+    )
 
 
 class SubmitAnswerSerializer(FeedbackSerializer):

@@ -172,6 +172,7 @@ def feedback_answer(feedback: "game.Feedback", *, serve_next: bool) -> dict:
         "transition": feedback.transition,
         "level": feedback.level,
         "rating_id": feedback.rating_id,
+        "attention_check": feedback.attention_check,
         "already_rated": feedback.already_rated,
         "session_ended": feedback.session_ended,
     }

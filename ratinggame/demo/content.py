@@ -1,7 +1,7 @@
 """Demo content: captions at every level of the VICR scale for photographs shipped in scikit-image.
 
 The data is ``content.json`` beside this module (``images``: key -> file name in skimage/data;
-``tutorial``, ``probation``, ``game``, ``control`` and ``guide``: the pairs), read once by
+``tutorial``, ``probation``, ``game``, ``control``, ``guide`` and ``attention``: the pairs), read once by
 ``ratinggame.demo.loader``.
 The images are files of the scikit-image package (``skimage/data``), so nothing is downloaded.
 Captions are written the way captioning models and people write them; ``source`` says which
@@ -15,7 +15,8 @@ but not where they are nor the setting; 2 has errors but still gives an idea of 
 picture; 1 gets the objects or the idea wrong. Every explanation quotes the level it applies.
 
 The control pairs (quality checks hidden in the game, SPEC 2.5) are the VICR validation
-study's shape: five images, one caption written for each level.
+study's shape: five images, one caption written for each level. The attention checks (SPEC 7,
+served only when a study turns them on) are instructed-response items, one per level.
 
 The tutorial is ordered to teach (a clear 5 and a clear 1 first, then the finer
 distinctions); probation is balanced, twelve pairs per level: 60 pairs, three rounds' worth
@@ -40,3 +41,4 @@ PROBATION: list[dict] = _DATA["probation"]
 GAME: list[dict] = _DATA["game"]
 CONTROL: list[dict] = _DATA["control"]
 GUIDE: list[dict] = _DATA["guide"]
+ATTENTION: list[dict] = _DATA["attention"]

@@ -79,6 +79,7 @@ def load_demo(*, with_accounts: bool) -> DemoReport:
         (Pool.GAME, demo_content.GAME),
         (Pool.CONTROL, demo_content.CONTROL),
         (Pool.GUIDE, demo_content.GUIDE),
+        (Pool.ATTENTION, demo_content.ATTENTION),  # served only when a study turns them on
     ):
         for order, item in enumerate(items, start=1):
             image = images[item["image"]]

@@ -14,13 +14,19 @@ from datetime import datetime
 
 from annotators.journey import ControlResult, control_agreement, drift_window, seeded_draw
 from ratinggame.game.sql import IMAGE, PAIR, ImageRow, PairRow, control_candidates, latest_control_ratings
+from ratinggame.models import Pool
 
 
-def control_pick(*, rater_id: int, seed: int, avoid_images: Sequence[int] = ()) -> tuple[PairRow, ImageRow] | None:
-    """The control pair to serve the rater now, with its image; None when there is none."""
+def control_pick(
+    *, rater_id: int, seed: int, avoid_images: Sequence[int] = (), pool: str = Pool.CONTROL
+) -> tuple[PairRow, ImageRow] | None:
+    """The control pair to serve the rater now, with its image; None when there is none. The same
+    order picks a study's attention check (``pool`` "attention", SPEC 7)."""
     pair_id_at, image_id_at = PAIR.names.index("id"), PAIR.names.index("image")
     # The order reads a few columns of each candidate as they come; only the one served is read whole.
-    candidates = [row for row in control_candidates().fetchall(rater_id, rater_id) if not row[-1]]  # not skipped
+    candidates = [
+        row for row in control_candidates().fetchall(rater_id, rater_id, str(pool)) if not row[-1]
+    ]  # not skipped
     if not candidates:
         return None
     others = [row for row in candidates if row[image_id_at] not in avoid_images] or candidates

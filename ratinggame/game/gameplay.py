@@ -12,7 +12,9 @@ a journey ``Transition``) take the ORM as the other stages do.
 Control pairs (SPEC 2.5) are served, shown and scored as game pairs: their assignments and
 ratings carry the stage "control" (out of every consensus, cap and export) but everything the
 rater sees says "game", and a control is scored by Algorithm 1 against its expert rating as the
-consensus (``prev = [expert, expert]``).
+consensus (``prev = [expert, expert]``). A study's attention checks (SPEC 7) are served on the
+game screen to its participants, picked as controls are, and recorded with the stage "attention":
+no points, no window, no consensus, no drift.
 """
 
 from dataclasses import dataclass, replace
@@ -41,7 +43,7 @@ from ratinggame.models import CaptionPair, Pool, Rating, game_ratings
 from ratinggame.pairs.storage import image_storage
 from scoring.consensus import consensus_from_aggregates, player_score, player_score_from_aggregates
 
-GAME, CONTROL = Pool.GAME.value, Pool.CONTROL.value
+GAME, CONTROL, ATTENTION = Pool.GAME.value, Pool.CONTROL.value, Pool.ATTENTION.value
 
 
 class Batch:
@@ -107,6 +109,11 @@ def serve_new(
     if journey.control_due_now(profile.order_seed, serve_number, profile.control_owed_at, profile.controls_owed):
         found = control_pick(rater_id=profile.user_id, seed=profile.order_seed, avoid_images=avoid_images)
         stage = CONTROL
+    elif profile.participant and journey.attention_due(profile.order_seed, serve_number):
+        found = control_pick(
+            rater_id=profile.user_id, seed=profile.order_seed, avoid_images=avoid_images, pool=ATTENTION
+        )
+        stage = ATTENTION
     if found is None:
         start = order_start(profile.order_seed, serve_number)
         lock = Lock.WAIT if wait else Lock.SKIP
@@ -184,13 +191,16 @@ def rate(
     the profile locked, the assignment the rater's, open and old enough, the value on the scale);
     with ``serve_next``, the rater's next pair is served with it."""
     control = assignment.stage == CONTROL
+    # An attention check (SPEC 7) is in no score, window or consensus: recorded, and that is all.
+    counted = assignment.stage != ATTENTION
     window_before = Window(count=profile.window_count, points=profile.window_points)
     window_rating_ids: list[int] = []
-    if window_before.closing:
+    if window_before.closing and counted:
         window_rating_ids, pair = _window_lock(profile, window_before, pair, control=control)
     points, reference, shown = _score(profile, assignment, pair, value, control=control)
-    window = window_before.after(points)
+    window = window_before.after(points) if counted else window_before
     decided = _decided(profile, window, window_before, window_rating_ids, control, value, reference, now)
+    decided = decided if counted else None
     profile.game_score = journey.score_after(profile.game_score, points, decided)
     profile.window_count, profile.window_points = window.count, window.points
     transition = decided.name if decided is not None else window.outcome if window_before.open else None
@@ -202,7 +212,7 @@ def rate(
         "level": journey.level_for(profile.game_score),
     }
     batch = Batch()
-    closed = _rating_writes(batch, assignment, pair, control=control, now=now)
+    closed = _rating_writes(batch, assignment, pair, now=now)
     inserted = rating_insert(batch, assignment, value, now, points, reference, shown)
     # The rater's one open game assignment was this one: the next pair is claimed here. Never
     # waiting for a locked pair while this one is held (the lock order); a miss is served after
@@ -255,6 +265,9 @@ def _score(
 ) -> tuple[int, int | None, dict]:
     """(points, the consensus it was scored against, what the feedback says of it) of a game
     rating by Algorithm 1; a game pair's aggregates, slot and rank are moved on (on ``pair``)."""
+    if assignment.stage == ATTENTION:
+        # SPEC 7: no points; the answer its caption asked for is kept as the reference.
+        return 0, pair.expert_rating, {"first_rater": False, "attention": True}
     if control:
         # SPEC 2.5: scored as a game pair whose two earlier ratings were the expert's.
         reference = pair.expert_rating
@@ -270,10 +283,11 @@ def _score(
     return points, consensus_from_aggregates(before.count, before.total), shown
 
 
-def _rating_writes(batch: "Batch", assignment: AssignmentRow, pair: PairRow, *, control: bool, now: datetime) -> int:
-    """The assignment turned into a rating, and a game pair's new aggregates; the close's index in
-    the batch (its count is 0 when the assignment was no longer open)."""
-    if control:
+def _rating_writes(batch: "Batch", assignment: AssignmentRow, pair: PairRow, *, now: datetime) -> int:
+    """The assignment turned into a rating, and a game pair's new aggregates (a control or an
+    attention check has none); the close's index in the batch (its count is 0 when the assignment
+    was no longer open)."""
+    if assignment.stage != GAME:
         return batch.add(sql.ASSIGNMENT_CLOSE, False, now, assignment.id)
     # A game pair's assignment gives its slot back: if the slot is gone already, expired and
     # released to another rater, the rating would overfill the pair.

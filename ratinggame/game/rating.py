@@ -63,7 +63,7 @@ from ratinggame.game.results import (
     wrong_stage,
 )
 from ratinggame.game.sql import ProfileRow
-from ratinggame.models import GAME_STAGES, Assignment, CaptionPair, Pool, Rating
+from ratinggame.models import SERVED_IN_GAME, Assignment, CaptionPair, Pool, Rating
 from scoring.consensus import tutorial_points
 
 __all__ = [
@@ -303,7 +303,7 @@ def _assignment_of(rater, assignment_id: object, *, lock: bool = False) -> tuple
 
 def _feedback(rating: sql.RatingRow, assignment: sql.AssignmentRow) -> Feedback:
     """A stored rating's feedback; a teaching pair's with its explanation (read only then)."""
-    if assignment.stage in GAME_STAGES:
+    if assignment.stage in SERVED_IN_GAME:
         return gameplay.feedback_of(rating, assignment)
     explanation = CaptionPair.objects.filter(pk=assignment.pair_id).values_list("explanation", flat=True).first()
     return gameplay.feedback_of(rating, assignment, explanation or "")

@@ -8,7 +8,7 @@ from datetime import datetime
 from annotators import journey
 from annotators.journey import Step, Window
 from annotators.models import SessionOutcome
-from ratinggame.models import GAME_STAGES, Pool
+from ratinggame.models import SERVED_IN_GAME, Pool
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,9 @@ class Feedback:
     # A study participant's session after this rating (``annotators.study.completion.SessionProgress``),
     # for the next pair's screen; None for other raters.
     session_progress: object = None
+    # A study's attention check (SPEC 7): ``reference`` is the answer its caption asked for, and
+    # the rating is in no score.
+    attention_check: bool = False
 
 
 # Refusals that leave the pair open: the rating screen shows it again with the reason and the choice.
@@ -85,8 +88,9 @@ def session_closed(outcome: str) -> RatingRejected:
 
 
 def shown_stage(stage: str) -> str:
-    """The stage a rater is shown for an assignment or rating of ``stage``: a control is a game pair to them."""
-    return Pool.GAME.value if stage in GAME_STAGES else Pool(stage).value
+    """The stage a rater is shown for an assignment or rating of ``stage``: a control is a game pair
+    to them, and a study's attention check is served on the game screen."""
+    return Pool.GAME.value if stage in SERVED_IN_GAME else Pool(stage).value
 
 
 def feedback_shown(
@@ -110,8 +114,9 @@ def feedback_shown(
         value=value,
         points=points,
         reference=reference,
-        explanation="" if stage in GAME_STAGES else explanation,
+        explanation="" if stage in SERVED_IN_GAME else explanation,
         first_rater=bool(shown.get("first_rater", False)),
+        attention_check=bool(shown.get("attention", False)),
         stage_total=shown.get("stage_total", 0),
         stage_max=shown.get("stage_max"),
         window=Window(count=window[0], points=window[1]) if window else None,

@@ -61,6 +61,12 @@ def _skip(rater, assignment_id: int, now: datetime) -> Skipped:
             raise RatingRejected("not_found", "There is no such pair to skip.", 404)
         if assignment.rater_id != rater.pk:
             raise RatingRejected("not_yours", "This pair was served to someone else.", 403)
+        if assignment.stage == Pool.ATTENTION:
+            raise RatingRejected(
+                "wrong_stage",
+                "An attention check cannot be skipped: please choose the level its caption asks for.",
+                403,
+            )
         if assignment.stage not in GAME_STAGES or step != Step.GAME:
             raise RatingRejected("wrong_stage", "Only game pairs can be skipped: please rate this one.", 403)
         if assignment.submitted_at is not None or assignment.skipped_at is not None or assignment.expires_at <= now:

@@ -31,10 +31,11 @@ from rest_framework.authtoken.models import Token
 
 from annotators.models import Participation, RaterProfile
 from ratinggame.game.cursor import fetch_all, fetch_one
-from ratinggame.models import Assignment, CaptionPair, Image, Pool, Rating, Session
+from ratinggame.models import SERVED_IN_GAME, Assignment, CaptionPair, Image, Pool, Rating, Session
 
 GAME = Pool.GAME.value
 CONTROL = Pool.CONTROL.value
+SERVED_IN_GAME_SQL = ", ".join(f"'{stage.value}'" for stage in SERVED_IN_GAME)
 
 
 def _db():
@@ -418,13 +419,14 @@ def assignment_with_pair(vendor: str) -> Statement:
 
 @statement
 def latest_game_assignment(vendor: str) -> Statement:
-    """The rater's latest game serve (a control's too) with its pair and image: the one open, if any
-    (a rater holds at most one), and otherwise the image the next serve should not repeat."""
+    """The rater's latest serve on the game screen (a control or an attention check too) with its
+    pair and image: the one open, if any (a rater holds at most one), and otherwise the image the
+    next serve should not repeat."""
     sql = (
         f"SELECT {ASSIGNMENT.select('a')}, {PAIR.select('q')}, {IMAGE.select('i')} "  # noqa: S608
         f'FROM {table(Assignment)} a JOIN {table(CaptionPair)} q ON q."id" = a.{column(Assignment, "pair")} '
         f'JOIN {table(Image)} i ON i."id" = q.{column(CaptionPair, "image")} '
-        f"WHERE a.{column(Assignment, 'rater')} = %s AND a.{column(Assignment, 'stage')} IN ('{GAME}', '{CONTROL}') "
+        f"WHERE a.{column(Assignment, 'rater')} = %s AND a.{column(Assignment, 'stage')} IN ({SERVED_IN_GAME_SQL}) "
         f'ORDER BY a."id" DESC LIMIT 1'
     )
     names = {Assignment: (*ASSIGNMENT.names, "rater", "stage"), CaptionPair: PAIR.names, Image: IMAGE.names}
@@ -433,7 +435,8 @@ def latest_game_assignment(vendor: str) -> Statement:
 
 @statement
 def control_candidates(vendor: str) -> Statement:
-    """Every control pair with its image, when this rater was last served it, and whether they skipped it."""
+    """Every pair of a pool (the controls, or a study's attention checks) with its image, when this
+    rater was last served it, and whether they skipped it."""
     a_rater, a_pair = column(Assignment, "rater"), column(Assignment, "pair")
     sql = (
         f"SELECT {PAIR.select('q')}, {IMAGE.select('i')}, "  # noqa: S608
@@ -442,14 +445,14 @@ def control_candidates(vendor: str) -> Statement:
         f'EXISTS (SELECT 1 FROM {table(Assignment)} s WHERE s.{a_rater} = %s AND s.{a_pair} = q."id" '
         f"AND s.{column(Assignment, 'skipped_at')} IS NOT NULL) "
         f'FROM {table(CaptionPair)} q JOIN {table(Image)} i ON i."id" = q.{column(CaptionPair, "image")} '
-        f"WHERE q.{column(CaptionPair, 'pool')} = '{CONTROL}' AND q.{column(CaptionPair, 'expert_rating')} IS NOT NULL"
+        f"WHERE q.{column(CaptionPair, 'pool')} = %s AND q.{column(CaptionPair, 'expert_rating')} IS NOT NULL"
     )
     names = {
         CaptionPair: (*PAIR.names, "pool", "expert_rating"),
         Image: IMAGE.names,
         Assignment: ("rater", "pair", "served_at", "skipped_at"),
     }
-    return Statement(sql, names, (None, None))
+    return Statement(sql, names, (None, None, None))
 
 
 @statement

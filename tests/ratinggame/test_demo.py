@@ -40,7 +40,12 @@ def test_demo_has_tutorial_probation_and_game_pairs(settings):
     for image_id in controls.values_list("image", flat=True).distinct():
         assert sorted(controls.filter(image_id=image_id).values_list("expert_rating", flat=True)) == [1, 2, 3, 4, 5]
     assert set(controls.values_list("priming_status", flat=True)) == {PrimingStatus.NOT_NEEDED}
-    teaching = CaptionPair.objects.exclude(pool=Pool.GAME)
+    # The attention checks (SPEC 7, off unless a study turns them on): one per level, each caption
+    # saying which level to choose.
+    checks = CaptionPair.objects.filter(pool=Pool.ATTENTION)
+    assert sorted(checks.values_list("expert_rating", flat=True)) == [1, 2, 3, 4, 5]
+    assert all(f"choose {pair.expert_rating} " in pair.caption for pair in checks)
+    teaching = CaptionPair.objects.exclude(pool__in=[Pool.GAME, Pool.ATTENTION])
     assert not teaching.filter(expert_rating__isnull=True).exists()
     assert not teaching.filter(explanation="").exists()
     # The tutorial teaches the whole scale: every level appears.
