@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 PORT ?= 8000
 
-.PHONY: run test lint migrations-check worker-default worker-gpu beat serve clean
+.PHONY: run test lint docs docs-serve screenshots migrations-check worker-default worker-gpu beat serve clean
 
 $(VENV)/.runtime: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,10 +36,22 @@ lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# The documentation (MkDocs, Material theme): built with --strict, so a broken link or a page left
+# out of the navigation fails; docs-serve rebuilds it as you edit.
+docs: $(VENV)/.dev
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+docs-serve: $(VENV)/.dev
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8001
+
+# The documentation's pictures, taken from the demo in real Chromium (tests/docs/test_screenshots.py).
+screenshots: $(VENV)/.dev
+	RATINGGAME_DOCS_SCREENSHOTS=docs/img $(VENV)/bin/pytest -p no:cacheprovider -q tests/docs/test_screenshots.py
+
 migrations-check: $(VENV)/.runtime
 	$(PY) manage.py makemigrations --check --dry-run
 
-# Production pieces (see README): each needs DATABASE_URL, CELERY_BROKER_URL, DJANGO_* set.
+# Production pieces (docs/operators/deployment.md): each needs DATABASE_URL, CELERY_BROKER_URL, DJANGO_* set.
 serve: $(VENV)/.runtime
 	$(VENV)/bin/gunicorn ratinggame.wsgi --bind 0.0.0.0:8000 --workers 4
 
@@ -53,4 +65,4 @@ beat: $(VENV)/.runtime
 	$(VENV)/bin/celery -A ratinggame beat --loglevel INFO
 
 clean:
-	rm -rf $(VENV) var
+	rm -rf $(VENV) var site

@@ -2,7 +2,7 @@
 
 Zero-setup defaults are for a laptop (SQLite under var/, tasks inline, DEBUG on);
 production (DJANGO_DEBUG=0) refuses to start without DJANGO_SECRET_KEY and
-DJANGO_ALLOWED_HOSTS. See the README for every variable.
+DJANGO_ALLOWED_HOSTS. docs/operators/configuration.md lists every variable.
 """
 
 from pathlib import Path
@@ -324,7 +324,7 @@ if RATINGGAME["STUDY_TARGET_PAIRS"] < 0:
 
 # --- Running a study (SPEC 7): what raters are told, entry links, the session quota, pay ---------
 # Read only through annotators.study.settings (typed, with the rules that use them); staff see them
-# on /staff/study/. The README's "Running a paid study" explains each one.
+# on /staff/study/. docs/researchers/prolific.md explains each one.
 RATINGGAME_STUDY = {
     "TITLE": env_str("RATINGGAME_STUDY_TITLE", "Rate how well captions describe images"),
     # Who runs the study and how to reach them (the consent page names them). Set both in production.

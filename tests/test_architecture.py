@@ -1,4 +1,4 @@
-"""The import direction between the apps (ARCHITECTURE.md), checked on every import statement.
+"""The import direction between the apps (docs/architecture.md), checked on every import statement.
 
 The floor that any module may import: every app's ``models``, the Django-free pure modules
 (consensus, agreement, PCM, formulas: they import no Django, Celery or REST framework, and

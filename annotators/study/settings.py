@@ -77,7 +77,7 @@ class StudySettings:
         return rows
 
 
-# What each setting does, as the staff page says it (the README gives the variable names).
+# What each setting does, as the staff page says it (docs/researchers/prolific.md gives the variable names).
 LABELS = {
     "title": "Study title",
     "operator": "Run by (principal investigator)",

@@ -230,7 +230,7 @@ def import_job_answer(job: ImportJob) -> Response:
 class ManifestUpload(APIView):
     """One bad row and nothing is written, the 400 naming every bad row (with ``skip_invalid``,
     the good rows are imported and the bad ones named). A manifest of more rows than the site
-    imports within a request (a setting, 1,000 by default; the README explains it) is imported
+    imports within a request (a setting, 1,000 by default; docs/operators/configuration.md explains it) is imported
     by a worker: 202 and the job's address."""
 
     permission_classes = [IsResearcher]

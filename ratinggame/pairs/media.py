@@ -11,7 +11,7 @@ half-way; ``ratinggame.pairs.storage``).
 
 Images are content-addressed, so a URL's content never changes: browsers may cache it for a
 year. With RATINGGAME["MEDIA_ACCEL_REDIRECT"] set (e.g. "/protected-media/"), the view answers
-with an ``X-Accel-Redirect`` header and nginx sends the file (see the README).
+with an ``X-Accel-Redirect`` header and nginx sends the file (docs/operators/deployment.md).
 """
 
 import mimetypes

@@ -75,9 +75,9 @@ CLAIM_BATCHES = 4
 
 
 # Shown to researchers (import report, API) and staff (the admin's pair list): in words, no
-# variable names; the README's "Model priming" names the settings.
+# variable names; docs/researchers/priming.md names the settings.
 NO_MODEL_NOTE = (
-    "waiting: no priming model is configured on this site (the README's Model priming section says how); "
+    "waiting: no priming model is configured on this site (the documentation's Model priming page says how); "
     "primed by the periodic sweep, or at once by the command manage.py prime_pairs, once one is set"
 )
 

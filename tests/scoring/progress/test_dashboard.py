@@ -133,7 +133,7 @@ def test_the_page_and_the_api_show_the_figures(crowd, client, settings):
     client.force_login(researcher)
     page = client.get(reverse("scoring:research")).content.decode()
     assert f"<strong>{progress.validated}</strong> of <strong>30</strong> validated pairs" in page
-    assert "The target is the study's own (a setting the README explains)" in page
+    assert "The target is the study's own (a setting the documentation's configuration page explains)" in page
     assert "RATINGGAME_" not in page and "SPEC" not in page
     assert 'role="img" aria-labelledby="rate-chart-title rate-chart-desc"' in page
     assert reverse("api_docs") in page

@@ -1,0 +1,46 @@
+"""The documentation builds with MkDocs in strict mode (a broken link, a missing anchor or a page
+left out of the navigation fails), and its configuration pages name every environment variable
+the settings module reads."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SETTINGS = ROOT / "ratinggame" / "settings.py"
+CONFIGURATION = ROOT / "docs" / "operators" / "configuration.md"
+STUDY = ROOT / "docs" / "researchers" / "prolific.md"
+STUDY_PREFIX = "RATINGGAME_STUDY_"  # the study's table names each variable by what follows it
+
+
+def test_the_documentation_builds_in_strict_mode(tmp_path):
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "NO_MKDOCS_2_WARNING": "1"},
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr[-3000:]
+    assert (tmp_path / "site" / "researchers" / "prolific" / "index.html").exists()
+
+
+def variables_read() -> set[str]:
+    """Every environment variable the settings read by name (``env_int("NAME", ...)`` and the like)."""
+    return set(re.findall(r"\benv_[a-z]+\(\s*\"([A-Z][A-Z0-9_]+)\"", SETTINGS.read_text()))
+
+
+def test_every_environment_variable_is_documented():
+    configuration, study = CONFIGURATION.read_text(), STUDY.read_text()
+    missing = sorted(
+        name
+        for name in variables_read()
+        if name not in configuration
+        and name not in study
+        and not (name.startswith(STUDY_PREFIX) and f"`{name.removeprefix(STUDY_PREFIX)}`" in study)
+    )
+    assert len(variables_read()) > 80  # the pattern still finds them
+    assert not missing, f"not in the docs' configuration pages: {missing}"
+    assert "RATINGGAME_FLAG_" in configuration  # the flags' thresholds, named by their rules
