@@ -264,6 +264,12 @@ def skips_allowed(serves: int) -> int:
     return max(0, serves - SKIPS_FROM_SERVE) * skip_percent() // 100
 
 
+def skip_open(serves: int, used: int) -> bool:
+    """Whether a rater who used ``used`` skips may skip the pair of their game serve ``serves``
+    (the count with that serve, as ``RaterProfile.game_serves`` holds it once the pair is served)."""
+    return used < skips_allowed(serves)
+
+
 def next_skip_serve(used: int) -> int | None:
     """The game serve (1-based: the rater's game pair number) from which a rater who used ``used``
     skips may skip again (``skips_allowed`` of it exceeds ``used``); None when skips are off."""

@@ -67,6 +67,10 @@ class RaterProfile(models.Model):
     # owed for each (``controls_owed``), the next at this game serve number or the first after it.
     control_owed_at = models.PositiveIntegerField(null=True, blank=True, editable=False)
     controls_owed = models.PositiveSmallIntegerField(default=0, editable=False)
+    # Game pairs passed with "Skip this pair" (SPEC 5's skip limit), counted under the profile's
+    # lock by each skip: read with the profile, so the rating screen says whether a skip is allowed
+    # without a query of its own.
+    game_skips = models.PositiveIntegerField(default=0, editable=False)
     order_seed = models.BigIntegerField(default=random_seed, editable=False)
     # The rater's ordinal model (scoring.ordinal: precision, severity and lapse on the 5-level scale),
     # fitted by the periodic competency job; empty until its first fit (the population's then).

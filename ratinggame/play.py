@@ -201,4 +201,6 @@ def _next_pair(served: "game.Served", title_html: str, now) -> dict:
         "wait_ms": max(0, round((served.min_submit_at - now).total_seconds() * 1000)),
         "min_ms": round(journey.min_seconds(served.stage) * 1000),
         "title_html": title_html,
+        "skip_open": served.skip_open,
+        "skip_from": served.skip_from,
     }

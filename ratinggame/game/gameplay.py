@@ -72,9 +72,20 @@ class NewServe:
     served_at: datetime
     expires_at: datetime
     insert: int  # the assignment insert's index in the batch
+    skip: dict  # served_of's skip_open and skip_from for this serve
 
     def served(self, results: list[int]) -> Served:
-        return served_of(results[self.insert], self.stage, self.served_at, self.expires_at, self.pair, self.image)
+        return served_of(
+            results[self.insert], self.stage, self.served_at, self.expires_at, self.pair, self.image, **self.skip
+        )
+
+
+def skip_state(profile: ProfileRow) -> dict:
+    """Whether the rater may skip the pair of their latest game serve, and if not from which game
+    pair on (SPEC 5's skip limit, ``journey.skip_open``): read from the profile, no query."""
+    if journey.skip_open(profile.game_serves, profile.game_skips):
+        return {"skip_open": True, "skip_from": None}
+    return {"skip_open": False, "skip_from": journey.next_skip_serve(profile.game_skips)}
 
 
 # --- Serving --------------------------------------------------------------------------------------
@@ -87,7 +98,15 @@ def serve(profile: ProfileRow, now: datetime, *, wait: bool) -> Served | None:
     if latest is not None:
         assignment, pair, image = _split(latest, sql.ASSIGNMENT, sql.PAIR, sql.IMAGE)
         if assignment.submitted_at is None and assignment.expires_at > now:
-            return served_of(assignment.id, assignment.stage, assignment.served_at, assignment.expires_at, pair, image)
+            return served_of(
+                assignment.id,
+                assignment.stage,
+                assignment.served_at,
+                assignment.expires_at,
+                pair,
+                image,
+                **skip_state(profile),
+            )
         avoid_image = pair.image_id
     batch = Batch()
     new = serve_new(batch, profile, now, avoid_images=images_to_avoid(profile.user_id, avoid_image), wait=wait)
@@ -130,7 +149,7 @@ def serve_new(
         )
     insert = batch.add(sql.ASSIGNMENT_INSERT, profile.user_id, pair.id, stage, now, expires_at, None, holds_slot)
     profile.game_serves = serve_number + 1
-    return NewServe(stage, pair, image, now, expires_at, insert)
+    return NewServe(stage, pair, image, now, expires_at, insert, skip_state(profile))
 
 
 def images_to_avoid(rater_id: int, latest: int | None) -> tuple[int, ...]:
@@ -152,6 +171,8 @@ def served_of(
     *,
     position: int | None = None,
     total: int | None = None,
+    skip_open: bool = False,
+    skip_from: int | None = None,
 ) -> Served:
     """What the rater is shown of a pair served to them, at every stage (``position`` of
     ``total``: a tutorial's or probation round's place)."""
@@ -169,6 +190,8 @@ def served_of(
         position=position,
         total=total,
         image=image,
+        skip_open=skip_open,
+        skip_from=skip_from,
     )
 
 

@@ -28,6 +28,10 @@ class Served:
     # The pair's image (an Image or an ImageRow: its file name, size and display copies), for
     # pages; the API sends only the fields above.
     image: object = field(default=None, compare=False, repr=False)
+    # The game: whether "Skip this pair" is open for this pair, and if not, the game pair number
+    # from which it is (None: skipping is off); the rating screen shows the button or says when.
+    skip_open: bool = field(default=False, compare=False, repr=False)
+    skip_from: int | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from datetime import datetime
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from annotators import journey
@@ -29,10 +30,6 @@ from ratinggame.models import GAME_STAGES, Assignment, CaptionPair, Pool
 class Skipped:
     assignment_id: int
     skips_left: int  # skips the rater may still make now
-
-
-def skips_used(rater: AbstractBaseUser) -> int:
-    return Assignment.objects.filter(rater=rater, stage__in=GAME_STAGES, skipped_at__isnull=False).count()
 
 
 def pair_skip(*, rater: AbstractBaseUser, assignment_id: object, now: datetime | None = None) -> Skipped:
@@ -71,9 +68,9 @@ def _skip(rater, assignment_id: int, now: datetime) -> Skipped:
             raise RatingRejected("wrong_stage", "Only game pairs can be skipped: please rate this one.", 403)
         if assignment.submitted_at is not None or assignment.skipped_at is not None or assignment.expires_at <= now:
             raise RatingRejected("expired", "This pair is no longer open: it was rated or skipped already.", 409)
-        used = skips_used(rater)
+        used = profile.game_skips
         allowed = journey.skips_allowed(profile.game_serves)
-        if used >= allowed:
+        if not journey.skip_open(profile.game_serves, used):
             raise RatingRejected("skip_limit", _limit_message(used), 409)
         closing = Assignment.objects.filter(pk=assignment.pk)
         if assignment.stage == Pool.GAME:
@@ -84,6 +81,7 @@ def _skip(rater, assignment_id: int, now: datetime) -> Skipped:
                 pair_rank_refresh(pair)
                 pair.save(update_fields=["in_flight", "assign_rank"])
         closing.update(skipped_at=now, expires_at=now, holds_slot=False)
+        RaterProfile.objects.filter(pk=profile.id).update(game_skips=F("game_skips") + 1)
         if assignment.stage == Pool.CONTROL:
             control_owe(profile)
     return Skipped(assignment_id=assignment.pk, skips_left=allowed - used - 1)

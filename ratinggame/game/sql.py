@@ -70,6 +70,7 @@ class ProfileRow:
     game_serves: int
     control_owed_at: int | None
     controls_owed: int
+    game_skips: int
     order_seed: int
     label_precision: float | None
     label_severity: float | None

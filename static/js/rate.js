@@ -300,6 +300,13 @@ script the form posts as a page.
     }
     caption.appendChild(document.createTextNode(next.caption));
     form.querySelector(".original-link").href = next.original_url;
+    // "Skip this pair" only while a skip is allowed; otherwise the note says from which pair.
+    if (skip) {
+      skip.hidden = !next.skip_open;
+      document.getElementById("skip-key").hidden = !next.skip_open;
+      document.getElementById("skip-note").textContent =
+        !next.skip_open && next.skip_from ? "Skip: from game pair " + next.skip_from : "";
+    }
     document.querySelectorAll('input[name="assignment"]').forEach(function (input) {
       input.value = next.assignment_id;
     });
@@ -376,7 +383,7 @@ script the form posts as a page.
     } else if (event.key === "Enter" && !window.RatingKeys.activatesByItself(event.target)) {
       event.preventDefault();
       trySubmit();
-    } else if ((event.key === "s" || event.key === "S") && skip) {
+    } else if ((event.key === "s" || event.key === "S") && skip && !skip.hidden) {
       event.preventDefault();
       skip.click();
     }

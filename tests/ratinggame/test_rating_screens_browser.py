@@ -335,10 +335,17 @@ def test_skip_this_pair_by_button_or_key_shows_the_next_pair_and_never_the_skipp
         seen.append(page.inner_text("#caption").split("\n")[-1].strip())
         page.screenshot(path=str(ARTIFACTS / f"skipped-{size}.png"))
         assert seen[1] != seen[0]
-        # The limit: the next skip is refused with the reason, and the pair stays on screen as it
-        # was: the page is not reloaded (its countdown and the choice made are kept).
+        # The limit: the button is gone, the note says when the next skip comes, and S does nothing.
+        assert not page.locator("#skip-pair").is_visible()
+        assert page.inner_text("#skip-note") == "Skip: from game pair 40"
+        page.keyboard.press("s")
+        page.wait_for_timeout(300)
+        assert page.inner_text("#caption").split("\n")[-1].strip() == seen[1]
+        # A page shown before the limit was reached (another tab) is refused with the reason, and
+        # the pair stays on screen as it was: not reloaded (its countdown and the choice kept).
         page.locator("label[for=value-3]").click()
         page.evaluate("document.body.dataset.before = 'refusal'")
+        page.evaluate("document.getElementById('skip-pair').hidden = false")
         page.locator("#skip-pair").click()
         page.wait_for_selector("#rate-error")
         assert "Your next skip comes with game pair 40" in page.inner_text("#rate-error")
@@ -346,6 +353,25 @@ def test_skip_this_pair_by_button_or_key_shows_the_next_pair_and_never_the_skipp
         assert page.evaluate("document.body.dataset.before") == "refusal"  # the same page
         assert page.locator("#value-3").is_checked()
     assert not Rating.objects.exists()
+
+
+def test_the_next_pair_in_place_shows_skip_once_it_is_allowed(live_server, chromium_path, fast):
+    for index in range(3):
+        CaptionPairFactory(image=photo_like_image(50 + index), caption=f"A box {index}", primes=[3.0, 3.0])
+    user = rater(RaterState.GAME, game_serves=28, window_count=20, window_points=40)  # this serve: the 29th
+    with chromium(chromium_path) as browser:
+        page = signed_in(browser, live_server, user, **SIZES["1280x720"])
+        page.goto(f"{live_server.url}/play/game/")
+        assert not page.locator("#skip-pair").is_visible() and not page.locator("#skip-key").is_visible()
+        assert page.inner_text("#skip-note") == "Skip: from game pair 30"
+        page.evaluate("document.body.dataset.before = 'in place'")
+        page.locator("label[for=value-3]").click()
+        page.locator("#submit-rating:enabled").click()
+        page.locator(".actions.next #continue").click()  # the 30th pair, shown in place
+        page.wait_for_url(re.compile(r"/play/game/\d+/$"))
+        assert page.evaluate("document.body.dataset.before") == "in place"  # no page load
+        assert page.locator("#skip-pair").is_visible() and page.locator("#skip-key").is_visible()
+        assert not page.locator("#skip-note").is_visible()
 
 
 # What the feedback most needs read: the demo's longest explanation is 60 words; this one is longer.

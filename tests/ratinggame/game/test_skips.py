@@ -2,7 +2,7 @@
 
 import pytest
 
-from annotators.models import RaterState
+from annotators.models import RaterProfile, RaterState
 from ratinggame import game
 from ratinggame.models import Assignment, CaptionPair, PairReport, Rating
 from tests.ratinggame.api_helpers import token_client
@@ -195,3 +195,42 @@ def test_a_refused_skip_says_truly_when_the_next_one_comes():
     with pytest.raises(game.RatingRejected) as refused:
         game.pair_skip(rater=user, assignment_id=served.assignment_id, now=clock.now)
     assert "Your next skip comes with game pair 40" in refused.value.message
+
+
+def _skip_shown(page) -> tuple[bool, str]:
+    """Whether the rating page shows "Skip this pair" (not hidden), and its note."""
+    import re
+
+    html = page.content.decode()
+    button = re.search(r'<button[^>]*id="skip-pair"[^>]*>', html)[0]
+    note = re.search(r'<span class="skip-note" id="skip-note">(.*?)</span>', html)[1]
+    return " hidden" not in button, note
+
+
+def test_the_button_is_shown_only_while_a_skip_is_allowed_and_otherwise_says_from_when(client, settings):
+    """Issue 35, item 3: the button was shown on game pair 1, whose skip was then refused."""
+    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 0}
+    game_pairs(4, primes=[3.0, 3.0])
+    user = rater(RaterState.GAME, game_serves=0, window_count=20, window_points=40)
+    client.force_login(user)
+    assert _skip_shown(client.get("/play/game/")) == (False, "Skip: from game pair 30")
+    RaterProfile.objects.filter(user=user).update(game_serves=29)  # the next serve is the 30th
+    served = client.get("/play/game/").context["served"]
+    client.post("/play/game/", {"assignment": served.assignment_id, "value": "3"})
+    page = client.get("/play/game/")
+    assert _skip_shown(page) == (True, "")
+    client.post("/play/skip/", {"assignment": page.context["served"].assignment_id})
+    assert RaterProfile.objects.get(user=user).game_skips == 1
+    assert _skip_shown(client.get("/play/game/")) == (False, "Skip: from game pair 40")
+
+
+def test_the_next_pair_shown_in_place_says_whether_it_may_be_skipped(client, settings):
+    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 0}
+    game_pairs(4, primes=[3.0, 3.0])
+    user = rater(RaterState.GAME, game_serves=28, window_count=20, window_points=40)
+    client.force_login(user)
+    served = client.get("/play/game/").context["served"]  # the 29th serve: no skip yet
+    answer = client.post(
+        "/play/submit/", {"assignment": served.assignment_id, "value": "3"}, HTTP_ACCEPT="application/json"
+    ).json()
+    assert (answer["next"]["skip_open"], answer["next"]["skip_from"]) == (True, None)  # the 30th
