@@ -1,0 +1,157 @@
+"""The reference deployment, brought up from its own files: gunicorn started with
+``deploy/gunicorn.conf.py`` and production settings on the test database, behind nginx running
+``deploy/nginx.conf`` as written (only its addresses and the media folder put to the test's).
+Through nginx: the health check, a page, a hashed static file, an image sent by nginx from
+``X-Accel-Redirect`` (the header never reaches the client), the request id made by nginx; and
+the systemd units start what the deployment guide starts, with the queues the site routes to."""
+
+import configparser
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from django.conf import settings as django_settings
+
+from tests.conftest import service_missing
+from tests.factories import CaptionPairFactory
+from tests.live_process import ROOT, free_port, server_env
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DEPLOY = ROOT / "deploy"
+
+
+def nginx_config(tmp: Path, *, listen: int, upstream: str, media_root: Path) -> Path:
+    """A whole nginx.conf around ``deploy/nginx.conf``, with the test's port, gunicorn and media."""
+    server = (DEPLOY / "nginx.conf").read_text()
+    for written, here in (
+        ("server 127.0.0.1:8000;", f"server {upstream};"),
+        ("listen 80;", f"listen 127.0.0.1:{listen};"),
+        ("alias /srv/ratinggame/media/;", f"alias {media_root}/;"),
+    ):
+        assert written in server, written
+        server = server.replace(written, here)
+    (tmp / "ratinggame.conf").write_text(server)
+    temp = {name: tmp / name for name in ("body", "proxy", "fastcgi", "uwsgi", "scgi")}
+    for folder in temp.values():
+        folder.mkdir()
+    whole = f"""
+daemon off;
+user root;
+worker_processes 1;
+pid {tmp}/nginx.pid;
+error_log {tmp}/error.log warn;
+events {{ worker_connections 64; }}
+http {{
+    include /etc/nginx/mime.types;
+    access_log {tmp}/access.log;
+    client_body_temp_path {temp["body"]};
+    proxy_temp_path {temp["proxy"]};
+    fastcgi_temp_path {temp["fastcgi"]};
+    uwsgi_temp_path {temp["uwsgi"]};
+    scgi_temp_path {temp["scgi"]};
+    include {tmp}/ratinggame.conf;
+}}
+"""
+    (tmp / "nginx.conf").write_text(whole)
+    return tmp / "nginx.conf"
+
+
+def wait_for(url: str, process: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"exited with {process.returncode}: {log.read_text()[-3000:]}")
+        try:
+            httpx.get(url, timeout=2)
+            return
+        except httpx.TransportError:
+            time.sleep(0.2)
+    raise AssertionError(f"{url} did not answer: {log.read_text()[-3000:]}")
+
+
+def stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=15)
+
+
+def test_gunicorn_behind_nginx_from_the_deployments_own_files(require_postgres, tmp_path):
+    nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
+    if nginx is None:
+        service_missing("needs nginx: apt-get install nginx")
+    media_root = Path(django_settings.MEDIA_ROOT)
+    pair = CaptionPairFactory(caption="A red box on green grass")
+    image_path = media_root / pair.image.file.name
+    extra = {
+        "STATIC_ROOT": str(tmp_path / "static"),
+        "DJANGO_NUM_PROXIES": "1",
+        "RATINGGAME_MEDIA_ACCEL_REDIRECT": "/protected-media/",
+    }
+    env = server_env(media_root=media_root, min_seconds=3, extra=extra)
+    collect = [sys.executable, "manage.py", "collectstatic", "--noinput"]
+    collected = subprocess.run(collect, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert collected.returncode == 0, collected.stderr[-2000:]
+    web_port, proxy_port = free_port(), free_port()
+    env |= {"GUNICORN_BIND": f"127.0.0.1:{web_port}", "GUNICORN_WORKERS": "2"}
+    web_log, proxy_log = tmp_path / "gunicorn.log", tmp_path / "error.log"
+    gunicorn = [sys.executable, "-m", "gunicorn", "-c", str(DEPLOY / "gunicorn.conf.py"), "ratinggame.wsgi"]
+    conf = nginx_config(tmp_path, listen=proxy_port, upstream=f"127.0.0.1:{web_port}", media_root=media_root)
+    checked = subprocess.run([nginx, "-t", "-c", str(conf)], capture_output=True, text=True, check=False)
+    assert checked.returncode == 0, checked.stderr
+    with web_log.open("wb") as log:
+        web = subprocess.Popen(gunicorn, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_for(f"http://127.0.0.1:{web_port}/healthz", web, web_log)
+        proxy = subprocess.Popen([nginx, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            site = f"http://127.0.0.1:{proxy_port}"
+            wait_for(f"{site}/healthz", proxy, proxy_log)
+            health = httpx.get(f"{site}/healthz", timeout=10)
+            assert (health.status_code, health.json()["database"]) == (200, "ok")
+            assert re.fullmatch(r"[0-9a-f]{32}", health.headers["X-Request-ID"])  # nginx's $request_id
+            home = httpx.get(f"{site}/", timeout=10)
+            assert home.status_code == 200 and "Caption rating game" in home.text
+            static = re.search(r'href="(/static/css/site\.[0-9a-f]{12}\.css)"', home.text)
+            assert static, "the page names its hashed stylesheet"
+            css = httpx.get(site + static[1], timeout=10)
+            assert css.status_code == 200 and "max-age=315360000" in css.headers["Cache-Control"]
+            image = httpx.get(f"{site}{django_settings.MEDIA_URL}{pair.image.file.name}", timeout=10)
+            assert image.status_code == 200 and image.content == image_path.read_bytes()
+            assert "X-Accel-Redirect" not in image.headers  # nginx took it and sent the file
+            hidden = httpx.get(f"{site}/protected-media/{pair.image.file.name}", timeout=10)
+            assert hidden.status_code == 404  # internal: never asked for from outside
+        finally:
+            stop(proxy)
+    finally:
+        stop(web)
+
+
+def test_the_systemd_units_start_what_the_guide_starts():
+    units = {
+        path.stem: configparser.ConfigParser(interpolation=None) for path in (DEPLOY / "systemd").glob("*.service")
+    }
+    for name, unit in units.items():
+        unit.read(DEPLOY / "systemd" / f"{name}.service")
+    assert set(units) == {"ratinggame-web", "ratinggame-worker-default", "ratinggame-worker-gpu", "ratinggame-beat"}
+    starts = {name: unit["Service"]["ExecStart"] for name, unit in units.items()}
+    assert "gunicorn -c deploy/gunicorn.conf.py ratinggame.wsgi" in starts["ratinggame-web"]
+    routed = {route["queue"] for route in django_settings.CELERY_TASK_ROUTES.values()} | {"default"}
+    for name in ("ratinggame-worker-default", "ratinggame-worker-gpu"):
+        queue = re.search(r"-Q (\w+)", starts[name])[1]
+        assert queue in routed, (name, queue)
+    assert re.search(r"celery -A ratinggame beat\b", starts["ratinggame-beat"])
+    for unit in units.values():
+        assert unit["Service"]["EnvironmentFile"] == "/etc/ratinggame/env"
+        assert unit["Service"]["ExecStart"].split()[0] in {
+            "/srv/ratinggame/.venv/bin/gunicorn",
+            "/srv/ratinggame/.venv/bin/celery",
+        }
