@@ -67,8 +67,9 @@ from scipy import stats  # noqa: E402
 
 from annotators.models import RaterProfile, RaterState  # noqa: E402
 from ratinggame.game import labels  # noqa: E402
+from ratinggame.game.prior import level_prior_known  # noqa: E402
 from ratinggame.game.rating import pair_serve, rating_submit  # noqa: E402
-from ratinggame.models import CaptionPair, Image, Pool, PrimingStatus, Rating  # noqa: E402
+from ratinggame.models import CaptionPair, Image, LevelPrior, Pool, PrimingStatus, Rating  # noqa: E402
 from scoring import agreement, ordinal  # noqa: E402
 from tools.simulator.crowd import simulated_rating  # noqa: E402
 
@@ -133,10 +134,12 @@ def study_create(truths: np.ndarray) -> dict[int, int]:
     return {pair.pk: int(truth) for pair, truth in zip(pairs, truths, strict=True)}
 
 
-def study_run(policy: str, threshold: float, seed: int, args, levels: np.ndarray) -> dict:
+def study_run(policy: str, threshold: float, prior: bool, seed: int, args, levels: np.ndarray) -> dict:
     """One study under one policy, rolled back at the end; its figures."""
     settings.RATINGGAME["ASSIGNMENT_POLICY"] = policy
     settings.RATINGGAME["SETTLED_THRESHOLD"] = threshold
+    settings.RATINGGAME["LEVEL_PRIOR"] = prior
+    level_prior_known(None)  # flat until the study's first refit, as on a new site
     rng = np.random.default_rng(seed)
     random.seed(seed)  # the pairs' order keys and the raters' order seeds (``random``)
     with transaction.atomic():
@@ -170,7 +173,8 @@ def study_figures(truth: dict[int, int], ratings: int) -> dict:
     for pair_id, value in Rating.objects.counted().filter(pair_id__in=validated).values_list("pair_id", "value"):
         per_pair[pair_id].append(value)
     evidence = Rating.objects.counted().label_evidence(validated)
-    model_labels = np.array([ordinal.label_of(evidence[pair_id])[0] for pair_id in validated])
+    prior = LevelPrior.in_force()  # the labels as the export gives them
+    model_labels = np.array([ordinal.label_of(evidence[pair_id], prior)[0] for pair_id in validated])
     means = np.array([np.mean(per_pair[pair_id]) for pair_id in validated])
     true = np.array([truth[pair_id] for pair_id in validated])
     report = agreement.virtual_rater_report(list(per_pair.values()), samples=20, seed=0, resamples=0)
@@ -249,18 +253,34 @@ def main() -> None:
     parser.add_argument("--severity-sd", type=float, default=0.2)
     parser.add_argument("--refit-every", type=int, default=300, help="ratings between refits of the raters' models")
     parser.add_argument("--thresholds", default=str(settings.RATINGGAME["SETTLED_THRESHOLD"]))
+    parser.add_argument(
+        "--level-prior",
+        choices=["on", "off", "both"],
+        default="on" if settings.RATINGGAME["LEVEL_PRIOR"] else "off",
+        help="the settled policy with the fitted level prior, a flat one, or each",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     started = time.monotonic()
     call_command("migrate", verbosity=0)
     levels = vicr_levels()
-    policies = [("unanimous", "unanimous", 0.5)] + [
-        ("settled" if len(args.thresholds.split(",")) == 1 else f"settled@{value}", "settled", float(value))
-        for value in args.thresholds.split(",")
+    thresholds = args.thresholds.split(",")
+    priors = {"on": [True], "off": [False], "both": [True, False]}[args.level_prior]
+    policies = [("unanimous", "unanimous", 0.5, priors[0])] + [
+        (
+            "settled"
+            + ("" if len(thresholds) == 1 else f"@{value}")
+            + ("" if len(priors) == 1 else ("" if prior else ",flat")),
+            "settled",
+            float(value),
+            prior,
+        )
+        for value in thresholds
+        for prior in priors
     ]
     runs = {
-        name: [study_run(policy, threshold, seed, args, levels) for seed in range(args.seeds)]
-        for name, policy, threshold in policies
+        name: [study_run(policy, threshold, prior, seed, args, levels) for seed in range(args.seeds)]
+        for name, policy, threshold, prior in policies
     }
     results = {name: summary(found) for name, found in runs.items()}
     for name, found in runs.items():

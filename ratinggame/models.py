@@ -136,6 +136,31 @@ class AssignRank(models.IntegerChoices):
     FRESH = 3, "No rating yet"
 
 
+class LevelPrior(models.Model):
+    """The level prior of a refit of the raters' models (``scoring.ordinal.RaterFit.levels``: the
+    shares of the five levels among the study's pairs), one row per refit; the game decides with
+    the latest (``ratinggame.game.prior``)."""
+
+    fitted_at = models.DateTimeField()
+    shares = models.JSONField()
+    pairs = models.PositiveIntegerField(help_text="Pairs of unknown level it was fitted on.")
+
+    class Meta:
+        ordering = ["-fitted_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"Level prior of {self.fitted_at:%Y-%m-%d %H:%M} ({self.pairs} pairs)"
+
+    @classmethod
+    def in_force(cls) -> tuple[float, ...] | None:
+        """The latest refit's shares, as the settled policy and the export read them; None (a flat
+        prior) before the first refit or with ``RATINGGAME_LEVEL_PRIOR`` off."""
+        if not settings.RATINGGAME["LEVEL_PRIOR"]:
+            return None
+        shares = cls.objects.values_list("shares", flat=True).first()
+        return tuple(shares) if shares else None
+
+
 class CaptionPair(models.Model):
     # No index of its own: the unique (image, caption) index starts with the image and serves every
     # lookup by image; a second one would cost each new pair and each moved row version an entry.

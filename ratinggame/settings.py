@@ -281,6 +281,9 @@ RATINGGAME = {
     # "unanimous" (another while its ratings are not all equal). bench/bench_cost.py compares them.
     "ASSIGNMENT_POLICY": env_str("RATINGGAME_ASSIGNMENT_POLICY", "settled"),
     "SETTLED_THRESHOLD": env_float("RATINGGAME_SETTLED_THRESHOLD", 0.1),
+    # Whether the settled policy reads a pair's ratings with the level prior fitted by the periodic
+    # refit (how common each level is among the study's pairs), or with a flat one.
+    "LEVEL_PRIOR": env_bool("RATINGGAME_LEVEL_PRIOR", True),
     # "Skip this pair" (no reason, not a report): at most this percent of a rater's game serves
     # after their first 20.
     "SKIP_PERCENT": env_int("RATINGGAME_SKIP_PERCENT", 10),

@@ -16,8 +16,10 @@ and treats "off by one" like "off by four".
 A pair's **evidence** is the sum over its counted ratings of ``log P(rating | t)``, one number per
 level: adding a rating is adding five numbers, so the rating path keeps it on the pair's row
 under the same row lock as its counters. The posterior over the true level is the softmax of the
-evidence (a flat prior: a pair's label rests on its own ratings, not on what other pairs were
-like). Its **label** is the most probable level; the label is **settled** when the probability
+evidence plus the log of a **level prior**: how common each level is among the study's pairs,
+fitted with the raters (``RaterFit.levels``; Dawid and Skene's class prior), flat before the
+first fit. A [4, 4, 5] is then read knowing that 4s are common and 1s rare, as the study's own
+pairs say. Its **label** is the most probable level; the label is **settled** when the probability
 that more ratings would change it, ``1 - max posterior`` (with enough ratings the label becomes
 the true level, so this is the chance the current one is not), is at most the policy's threshold.
 
@@ -72,25 +74,28 @@ def evidence_add(evidence: Sequence[float] | None, value: int, rater: RaterModel
     return [round(a + b, 6) for a, b in zip(before, rating_evidence(value, rater), strict=True)]
 
 
-def posterior(evidence: Sequence[float] | None) -> list[float]:
-    """P(true level = t | the pair's ratings), t = 1..5, under a flat prior."""
+def posterior(evidence: Sequence[float] | None, levels: Sequence[float] | None = None) -> list[float]:
+    """P(true level = t | the pair's ratings), t = 1..5, under the level prior ``levels`` (the
+    shares of the five levels; flat when None)."""
     values = list(evidence or NO_EVIDENCE)
+    if levels is not None:
+        values = [v + math.log(share) for v, share in zip(values, levels, strict=True)]
     top = max(values)
     weights = [math.exp(v - top) for v in values]
     total = sum(weights)
     return [w / total for w in weights]
 
 
-def label_of(evidence: Sequence[float] | None) -> tuple[int, float]:
+def label_of(evidence: Sequence[float] | None, levels: Sequence[float] | None = None) -> tuple[int, float]:
     """(the most probable level, its probability); ties go to the lower level."""
-    probabilities = posterior(evidence)
+    probabilities = posterior(evidence, levels)
     best = max(range(5), key=lambda i: (probabilities[i], -i))
     return best + 1, probabilities[best]
 
 
-def change_probability(evidence: Sequence[float] | None) -> float:
+def change_probability(evidence: Sequence[float] | None, levels: Sequence[float] | None = None) -> float:
     """The probability that more ratings would change the pair's label: 1 - max posterior."""
-    return 1.0 - label_of(evidence)[1]
+    return 1.0 - label_of(evidence, levels)[1]
 
 
 def exact_share(rater: RaterModel | None) -> float:
@@ -99,8 +104,8 @@ def exact_share(rater: RaterModel | None) -> float:
     return sum(math.exp(rating_evidence(level, rater)[level - 1]) for level in LEVELS) / len(LEVELS)
 
 
-def is_settled(evidence: Sequence[float] | None, threshold: float) -> bool:
-    return change_probability(evidence) <= threshold
+def is_settled(evidence: Sequence[float] | None, threshold: float, levels: Sequence[float] | None = None) -> bool:
+    return change_probability(evidence, levels) <= threshold
 
 
 # --- Fitting the raters (the periodic competency job) ---------------------------------------------
@@ -151,6 +156,9 @@ class RaterFit:
     population: RaterModel
     raters: dict[Hashable, RaterModel]
     iterations: int
+    # The level prior: the shares of the five levels among the pairs of unknown level, given the
+    # fitted raters (each share at least LEVEL_FLOOR).
+    levels: tuple[float, ...] = (0.2, 0.2, 0.2, 0.2, 0.2)
 
 
 def raters_fit(
@@ -187,13 +195,16 @@ def raters_fit(
         None if (fixed >= 0).any() else np.unravel_index(np.arange(LOG_CONFUSION.shape[0]), GRID_SHAPE)[1] == NO_SHIFT
     )
     population = grid[0]
+    levels = np.full(5, 0.2)
     fitted_in = 0
     for fitted_in in range(1, iterations + 1):  # noqa: B007 (the count is returned)
-        # E step: each pair's posterior over its level (flat prior), known pairs fixed.
-        log_post = np.zeros((len(pairs), 5))
+        # E step: each pair's posterior over its level (under the level prior), known pairs fixed.
+        log_post = np.tile(np.log(levels), (len(pairs), 1))
         np.add.at(log_post, pair_index, LOG_CONFUSION[grid[rater_index], :, values])
         post = np.exp(log_post - log_post.max(axis=1, keepdims=True))
         post /= post.sum(axis=1, keepdims=True)
+        latent = post[fixed < 0]
+        levels = _levels_update(latent.sum(axis=0), len(latent))
         post[fixed >= 0] = np.eye(5)[fixed[fixed >= 0]]
         # M step: the expected confusion counts of each rater, then its grid MAP.
         counts = np.zeros((n_raters, 5, 5))
@@ -209,7 +220,39 @@ def raters_fit(
         if done:
             break
     model = {rater: _model(grid[i if rater_specific else 0]) for rater, i in raters.items()}
-    return RaterFit(population=_model(population), raters=model, iterations=fitted_in)
+    evidence = np.zeros((len(pairs), 5))
+    np.add.at(evidence, pair_index, LOG_CONFUSION[grid[rater_index], :, values])
+    return RaterFit(
+        population=_model(population), raters=model, iterations=fitted_in, levels=levels_fit(evidence[fixed < 0])
+    )
+
+
+def _levels_update(posterior_sums: np.ndarray, pairs: int) -> np.ndarray:
+    """The level shares from the latent pairs' summed posteriors, with one pseudo-pair per level."""
+    shares = np.maximum((posterior_sums + 1.0) / (pairs + 5.0), LEVEL_FLOOR)
+    return shares / shares.sum()
+
+
+LEVEL_FLOOR = 0.01  # no level is ruled out by the prior, however rare in the study so far
+
+
+def levels_fit(evidence: np.ndarray, iterations: int = 50) -> tuple[float, ...]:
+    """The level prior that best explains pairs of these evidences (pairs x 5), by EM: each pair's
+    posterior under the shares, the shares the mean of the posteriors, with one pseudo-pair per
+    level so that a small study keeps every level possible. Flat without pairs."""
+    shares = np.full(5, 0.2)
+    if len(evidence) == 0:
+        return tuple(shares.tolist())
+    for _ in range(iterations):
+        log_post = evidence + np.log(shares)
+        post = np.exp(log_post - log_post.max(axis=1, keepdims=True))
+        post /= post.sum(axis=1, keepdims=True)
+        updated = _levels_update(post.sum(axis=0), len(evidence))
+        if np.allclose(updated, shares, atol=1e-6):
+            shares = updated
+            break
+        shares = updated
+    return tuple(round(float(share), 4) for share in shares)
 
 
 def _prior(population: int) -> np.ndarray:

@@ -64,6 +64,14 @@ def _isolated_media(settings, tmp_path):
     app.conf.task_always_eager = eager
 
 
+@pytest.fixture(autouse=True)
+def _level_prior_flat():
+    """Each test starts with a flat level prior, read from no table (a refit it runs stores its own)."""
+    from ratinggame.game.prior import level_prior_known
+
+    level_prior_known(None)
+
+
 @pytest.fixture
 def chromium_path():
     path = shutil.which("chromium") or shutil.which("chromium-browser")

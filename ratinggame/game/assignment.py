@@ -59,6 +59,7 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
 from annotators.journey import seeded_draw
 from ratinggame.game.cursor import fetch_one
+from ratinggame.game.prior import level_prior
 from ratinggame.game.sql import IMAGE, PAIR, ImageRow, PairRow, Statement, column, row_lock, statement, table
 from ratinggame.models import (
     MAX_HUMAN_RATINGS,
@@ -114,7 +115,9 @@ def needs_more(human_count: int, human_sum: int, human_sumsq: int, evidence: lis
     rules = settings.RATINGGAME
     if rules["ASSIGNMENT_POLICY"] == "unanimous":
         return human_count >= 2 and human_count * human_sumsq != human_sum * human_sum
-    return human_count >= MIN_HUMAN_RATINGS and not ordinal.is_settled(evidence, rules["SETTLED_THRESHOLD"])
+    if human_count < MIN_HUMAN_RATINGS:
+        return False
+    return not ordinal.is_settled(evidence, rules["SETTLED_THRESHOLD"], level_prior())
 
 
 def pair_rank_refresh(pair: CaptionPair) -> None:

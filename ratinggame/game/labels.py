@@ -4,10 +4,11 @@ step with them (SPEC 5.1; the model is ``scoring.ordinal``'s).
 The rating path adds each rating's evidence under the pair's row lock with the rater's model as
 it stands (``aggregates.pair_rating_add``). A periodic refit (``ratinggame.tasks.
 refit_rater_models``) fits every rater again over every counted game rating and every control
-rating (whose expert level is known truth), stores the models on the raters' profiles, and
-rebuilds the evidence and rank of the pairs the policy still decides about (3 to 6 counted
-ratings), each under its row lock: a rater found careless since their ratings counts for less,
-and a pair that looked settled on that rater's word is opened again.
+rating (whose expert level is known truth), stores the models on the raters' profiles and the
+level prior it fitted with them (``models.LevelPrior``), and rebuilds the evidence and rank of
+the pairs the policy still decides about (3 to 6 counted ratings), each under its row lock: a
+rater found careless since their ratings counts for less, and a pair that looked settled on that
+rater's word is opened again.
 """
 
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from django.db.models import Q
 
 from annotators.models import RaterProfile
 from ratinggame.game.assignment import pair_rank_refresh
+from ratinggame.game.prior import level_prior_store
 from ratinggame.models import MAX_HUMAN_RATINGS, MIN_HUMAN_RATINGS, CaptionPair, Pool, Rating, counted_ratings
 from scoring import ordinal
 
@@ -62,6 +64,7 @@ def rater_models_refit() -> Refit | None:
             model.lapse,
         )
     RaterProfile.objects.bulk_update(profiles, ["label_precision", "label_severity", "label_lapse"], batch_size=1000)
+    level_prior_store(fit.levels, pairs=len({pair for pair, _, _ in rows} - set(known)))
     reopened, settled = pairs_evidence_refresh()
     return Refit(len(profiles), len(rows), reopened, settled, fit.population)
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.files.storage import default_storage
 
-from ratinggame.models import MIN_HUMAN_RATINGS
+from ratinggame.models import MIN_HUMAN_RATINGS, LevelPrior
 from scoring import aggregation
 from scoring.bootstrap import RESAMPLES
 from scoring.export.card import (
@@ -149,6 +149,7 @@ def export_build(
         # When a pair had enough ratings (SPEC 5.1): what decided how many each validated pair got.
         "assignment_policy": settings.RATINGGAME["ASSIGNMENT_POLICY"],
         "settled_threshold": settings.RATINGGAME["SETTLED_THRESHOLD"],
+        "level_prior": LevelPrior.in_force(),
     }
 
     data = export_data_collect(

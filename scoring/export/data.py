@@ -21,7 +21,7 @@ from django.db.models import Count
 
 from annotators.journey import control_agreement
 from annotators.models import ProbationRound, RaterProfile
-from ratinggame.models import CaptionPair, Pool, Rating
+from ratinggame.models import CaptionPair, LevelPrior, Pool, Rating
 from scoring import ordinal
 from scoring.export.formats import iso_utc
 from scoring.models import ModelRating
@@ -190,8 +190,9 @@ def _pairs(kept: set[int], per_pair: dict[int, list[int]]) -> tuple[list[ExportP
         if row[0] in kept:
             pairs.append(ExportPair(*row, ratings=per_pair[row[0]]))
     evidence = Rating.objects.counted().label_evidence([pair.id for pair in pairs])
+    levels = LevelPrior.in_force()
     for pair in pairs:
-        pair.label, pair.label_probability = ordinal.label_of(evidence[pair.id])
+        pair.label, pair.label_probability = ordinal.label_of(evidence[pair.id], levels)
     return pairs, game_pairs
 
 

@@ -56,10 +56,11 @@ def test_the_population_model_is_the_vicr_samples_fit():
     assert fit.population == ordinal.POPULATION
 
 
-def simulated(raters: dict[str, RaterModel], pairs: int, seed: int, per_pair: int = 5):
-    """Ratings drawn from the model itself: (pair, rater, value) and the true levels."""
+def simulated(raters: dict[str, RaterModel], pairs: int, seed: int, per_pair: int = 5, shares=None):
+    """Ratings drawn from the model itself: (pair, rater, value) and the true levels (drawn with
+    ``shares``, equally likely by default)."""
     rng = np.random.default_rng(seed)
-    truth = rng.integers(1, 6, size=pairs)
+    truth = rng.choice(np.arange(1, 6), size=pairs, p=shares)
     names = list(raters)
     rows = []
     for pair, level in enumerate(truth):
@@ -113,3 +114,38 @@ def test_the_posterior_is_calibrated_on_a_crowd_drawn_from_the_model():
 def test_fitting_nothing_is_a_clear_error():
     with pytest.raises(ValueError, match="no ratings"):
         ordinal.raters_fit([])
+
+
+def test_the_level_prior_is_the_studys_own_and_its_labels_are_calibrated_and_better():
+    """A study whose levels are far from even (most pairs 3 or 4, few 1): the fit finds the shares,
+    and labels read with them are right more often than with a flat prior, and as often as they say."""
+    crowd = {f"r{i}": RaterModel(precision, 0.0, lapse) for i, (precision, lapse) in enumerate(
+        [(0.6, 0.0), (1.0, 0.05), (1.5, 0.0), (2.5, 0.02), (0.8, 0.2)] * 3
+    )}  # fmt: skip
+    shares = [0.02, 0.08, 0.20, 0.50, 0.20]
+    rows, truth = simulated(crowd, pairs=2000, seed=3, per_pair=3, shares=shares)
+    fit = ordinal.raters_fit(rows)
+    assert fit.levels == pytest.approx(shares, abs=0.04)
+    evidence: dict[int, list] = {}
+    for pair, name, value in rows:
+        evidence[pair] = ordinal.evidence_add(evidence.get(pair), value, fit.raters[name])
+    flat = [ordinal.label_of(evidence[pair]) for pair in range(len(truth))]
+    read = [ordinal.label_of(evidence[pair], fit.levels) for pair in range(len(truth))]
+    accuracy = {
+        name: np.mean([label for label, _ in found] == truth) for name, found in (("flat", flat), ("prior", read))
+    }
+    assert accuracy["prior"] > accuracy["flat"], accuracy
+    probability = np.array([p for _, p in read])
+    assert accuracy["prior"] == pytest.approx(probability.mean(), abs=0.03)
+
+
+def test_the_level_prior_keeps_every_level_possible_and_is_flat_without_pairs():
+    assert ordinal.levels_fit(np.zeros((0, 5))) == (0.2, 0.2, 0.2, 0.2, 0.2)
+    # Ten pairs, every one a sure 4: the other levels keep a share (one pseudo-pair each).
+    sure_four = np.tile(np.log([1e-6, 1e-6, 1e-6, 1.0, 1e-6]), (10, 1))
+    levels = ordinal.levels_fit(sure_four)
+    assert levels[3] == pytest.approx(11 / 15, abs=0.01) and min(levels) >= ordinal.LEVEL_FLOOR
+    # The prior moves a pair's label only as far as its ratings leave room.
+    evidence = ordinal.evidence_add(ordinal.evidence_add(None, 5, None), 4, None)
+    assert ordinal.label_of(evidence)[0] == 5  # the top level's answers are likelier at the top
+    assert ordinal.label_of(evidence, (0.05, 0.05, 0.1, 0.6, 0.2))[0] == 4

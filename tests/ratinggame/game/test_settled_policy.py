@@ -177,3 +177,31 @@ def test_the_periodic_task_refits_and_reports_what_it_changed():
     pair.refresh_from_db()
     assert pair.assign_rank is None
     assert_pairs_consistent()
+
+
+@pytest.mark.usefixtures("settled")
+def test_the_refit_stores_the_level_prior_and_the_policy_decides_with_it(settings):
+    """A pair rated [3, 3, 4] by the population's raters is not settled with a flat prior at 0.2;
+    in a study where 3s are most pairs, the refit's prior settles it, and a reader of the table
+    (another process, the export) finds the same prior."""
+    from ratinggame.game.prior import level_prior, level_prior_known
+    from ratinggame.models import LevelPrior
+
+    values = [3, 3, 4]
+    evidence = evidence_of(values)
+    assert not ordinal.is_settled(evidence, 0.2)
+    pairs = game_pairs(30, primes=[3.0, 3.0])
+    for pair in pairs[:24]:
+        seed_ratings(pair, [3, 3, 3])
+    for pair in pairs[24:]:
+        seed_ratings(pair, [4, 4, 4])
+    rater_models_refit()
+    shares = LevelPrior.in_force()
+    assert shares is not None and shares[2] > 0.6 and level_prior() == shares
+    assert ordinal.is_settled(evidence, 0.2, shares)
+    assert rank(values, rater=None) is None  # settled: no more raters
+    settings.RATINGGAME = {**settings.RATINGGAME, "LEVEL_PRIOR": False}
+    assert rank(values, rater=None) == AssignRank.DISAGREEING  # the flat prior: one more
+    level_prior_known(None)
+    settings.RATINGGAME = {**settings.RATINGGAME, "LEVEL_PRIOR": True}
+    assert level_prior() is None  # until the process reads the table again (every few minutes)

@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from django.conf import settings
+from django.utils import timezone
 from scipy import stats
 
 from ratinggame.models import CaptionPair
@@ -197,6 +198,17 @@ def test_pair_summary_columns_hand_computed(world, tmp_path):
         evidence = ordinal.evidence_add(evidence, value, None)
     assert (row["label"], row["label_probability"]) == (2, round(ordinal.label_of(evidence)[1], 4))
     assert 0.4 < row["label_probability"] < 0.6
+    # With the refit's level prior (a study where 3s are common), the same ratings read as a 3, and
+    # the manifest names the prior the labels were read with.
+    from ratinggame.models import LevelPrior
+
+    shares = (0.05, 0.15, 0.5, 0.2, 0.1)
+    LevelPrior.objects.create(fitted_at=timezone.now(), shares=list(shares), pairs=100)
+    build(tmp_path / "again", formats=("jsonl",))
+    row = next(r for r in read_jsonl(tmp_path / "again" / "pairs.jsonl") if r["pair_id"] == pair.pk)
+    assert (row["label"], row["label_probability"]) == (3, round(ordinal.label_of(evidence, shares)[1], 4))
+    manifest = json.loads((tmp_path / "again" / "manifest.json").read_text())
+    assert manifest["parameters"]["level_prior"] == list(shares)
 
 
 def test_model_scores_are_columns_raw_and_calibrated(world, tmp_path):
@@ -381,6 +393,7 @@ def test_manifest_checksums_match_the_files(world, tmp_path):
         "with_images": True,
         "assignment_policy": settings.RATINGGAME["ASSIGNMENT_POLICY"],
         "settled_threshold": settings.RATINGGAME["SETTLED_THRESHOLD"],
+        "level_prior": None,  # no refit yet: a flat prior
     }
     assert manifest["code_version"]
 
