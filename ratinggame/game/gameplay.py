@@ -222,8 +222,9 @@ def rate(
         window_rating_ids, pair = _window_lock(profile, window_before, pair, control=control)
     points, reference, shown = _score(profile, assignment, pair, value, control=control)
     window = window_before.after(points) if counted else window_before
-    decided = _decided(profile, window, window_before, window_rating_ids, control, value, reference, now)
-    decided = decided if counted else None
+    decided = (
+        _decided(profile, window, window_before, window_rating_ids, control, value, reference, now) if counted else None
+    )
     profile.game_score = journey.score_after(profile.game_score, points, decided)
     profile.window_count, profile.window_points = window.count, window.points
     transition = decided.name if decided is not None else window.outcome if window_before.open else None
