@@ -90,18 +90,23 @@ def gunicorn_server(env: dict[str, str], log_path: Path, *, workers: int = 2, th
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
-            _wait_until_up(url, process, log_path)
+            wait_until_up(url, process, log_path)
             yield url
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=15)
+            process_stop(process)
 
 
-def _wait_until_up(url: str, process: subprocess.Popen, log_path: Path) -> None:
+def process_stop(process: subprocess.Popen) -> None:
+    """TERM, and KILL if it outlives 15 s."""
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=15)
+
+
+def wait_until_up(url: str, process: subprocess.Popen, log_path: Path) -> None:
     deadline = time.monotonic() + START_SECONDS
     while time.monotonic() < deadline:
         if process.poll() is not None:

@@ -49,9 +49,7 @@ from annotators.competency.rater_stats import group_stats, leave_one_out_consens
 from annotators.journey import ControlResult
 from annotators.models import Dispute, DisputeStatus, ProbationRound, RaterProfile
 from ratinggame.models import (
-    GAME_STAGES,
     SINCE_GAME_ENTRY,
-    Assignment,
     CaptionPair,
     Pool,
     Rating,
@@ -245,15 +243,6 @@ def control_agreements(profiles: list[RaterProfile]) -> dict[int, tuple[int, flo
     return result
 
 
-def skips_by_rater(user_ids: list[int]) -> dict[int, int]:
-    return dict(
-        Assignment.objects.filter(rater_id__in=user_ids, stage__in=GAME_STAGES, skipped_at__isnull=False)
-        .values("rater_id")
-        .annotate(n=Count("id"))
-        .values_list("rater_id", "n")
-    )
-
-
 def rater_statistics(profile_ids: list[int] | None = None) -> list[RaterStats]:
     """Statistics and flags of every rater (or of ``profile_ids``), in profile order."""
     profiles = RaterProfile.objects.select_related("user").order_by("id")
@@ -289,7 +278,6 @@ def rater_statistics(profile_ids: list[int] | None = None) -> list[RaterStats]:
     )
     thresholds = flag_thresholds()
     controls = control_agreements(profiles)
-    skips = skips_by_rater(user_ids)
     result = []
     for i, profile in enumerate(profiles):
         control = controls.get(profile.user_id, (0, None, 0, None))
@@ -322,7 +310,7 @@ def rater_statistics(profile_ids: list[int] | None = None) -> list[RaterStats]:
             control_recent=control[2],
             control_recent_agreement=control[3],
             game_serves=profile.game_serves,
-            skips=skips.get(profile.user_id, 0),
+            skips=profile.game_skips,  # counted by each skip (ratinggame.game.skips)
         )
         row.flags = flags_for(row, thresholds)
         result.append(row)

@@ -12,7 +12,7 @@ out. Completion time here is the session's time from the first entry to its end 
 from dataclasses import dataclass
 from statistics import mean, stdev
 
-from django.db.models import Count, F
+from django.db.models import Count, F, Q
 
 from annotators.models import Participation, SessionOutcome
 from annotators.study.settings import study
@@ -44,28 +44,20 @@ def reject_eligible() -> list[RejectEligible]:
 
 
 def _failed_attention(participations: dict[int, Participation]) -> list[RejectEligible]:
-    needed = study().attention_fails
-    failed = (
+    rows = (
         Rating.objects.filter(stage=Pool.ATTENTION, rater_id__in=participations)
-        .exclude(value=F("reference"))
         .values("rater_id")
-        .annotate(failed=Count("id"))
-        .filter(failed__gte=needed)
+        .annotate(met=Count("id"), failed=Count("id", filter=~Q(value=F("reference"))))
+        .filter(failed__gte=study().attention_fails)
         .order_by("rater_id")
-    )
-    met = dict(
-        Rating.objects.filter(stage=Pool.ATTENTION, rater_id__in=participations)
-        .values("rater_id")
-        .annotate(met=Count("id"))
-        .values_list("rater_id", "met")
     )
     return [
         RejectEligible(
             participations[row["rater_id"]],
             ATTENTION,
-            f"{row['failed']} of {met[row['rater_id']]} attention checks answered otherwise than they asked",
+            f"{row['failed']} of {row['met']} attention checks answered otherwise than they asked",
         )
-        for row in failed
+        for row in rows
     ]
 
 

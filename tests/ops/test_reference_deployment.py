@@ -10,7 +10,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -19,7 +18,7 @@ from django.conf import settings as django_settings
 
 from tests.conftest import service_missing
 from tests.factories import CaptionPairFactory
-from tests.live_process import ROOT, free_port, server_env
+from tests.live_process import ROOT, free_port, process_stop, server_env, wait_until_up
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -62,28 +61,6 @@ http {{
     return tmp / "nginx.conf"
 
 
-def wait_for(url: str, process: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"exited with {process.returncode}: {log.read_text()[-3000:]}")
-        try:
-            httpx.get(url, timeout=2)
-            return
-        except httpx.TransportError:
-            time.sleep(0.2)
-    raise AssertionError(f"{url} did not answer: {log.read_text()[-3000:]}")
-
-
-def stop(process: subprocess.Popen) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=15)
-
-
 def test_gunicorn_behind_nginx_from_the_deployments_own_files(require_postgres, tmp_path):
     nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
     if nginx is None:
@@ -110,11 +87,11 @@ def test_gunicorn_behind_nginx_from_the_deployments_own_files(require_postgres, 
     with web_log.open("wb") as log:
         web = subprocess.Popen(gunicorn, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
-        wait_for(f"http://127.0.0.1:{web_port}/healthz", web, web_log)
+        wait_until_up(f"http://127.0.0.1:{web_port}", web, web_log)
         proxy = subprocess.Popen([nginx, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             site = f"http://127.0.0.1:{proxy_port}"
-            wait_for(f"{site}/healthz", proxy, proxy_log)
+            wait_until_up(site, proxy, proxy_log)
             health = httpx.get(f"{site}/healthz", timeout=10)
             assert (health.status_code, health.json()["database"]) == (200, "ok")
             assert re.fullmatch(r"[0-9a-f]{32}", health.headers["X-Request-ID"])  # nginx's $request_id
@@ -130,9 +107,9 @@ def test_gunicorn_behind_nginx_from_the_deployments_own_files(require_postgres, 
             hidden = httpx.get(f"{site}/protected-media/{pair.image.file.name}", timeout=10)
             assert hidden.status_code == 404  # internal: never asked for from outside
         finally:
-            stop(proxy)
+            process_stop(proxy)
     finally:
-        stop(web)
+        process_stop(web)
 
 
 def test_the_systemd_units_start_what_the_guide_starts():

@@ -367,23 +367,9 @@ def test_control_agreement_overall_and_as_the_drift_rule_reads_it(settings):
 
 
 def test_skips_are_counted_against_game_serves_and_a_frequent_skipper_is_flagged(image):
-    from django.utils import timezone
-
-    from ratinggame.models import Assignment
-
-    skipper = RaterProfileFactory(state="game", game_serves=50)
-    careful = RaterProfileFactory(state="game", game_serves=50)
-    now = timezone.now()
-    for profile, skipped in ((skipper, 5), (careful, 1)):
-        for _ in range(skipped):
-            Assignment.objects.create(
-                rater=profile.user,
-                pair=CaptionPairFactory(image=image),
-                stage="game",
-                served_at=now,
-                expires_at=now,
-                skipped_at=now,
-            )
+    # The profile's count, as each "Skip this pair" keeps it (tests/ratinggame/game/test_skips.py).
+    skipper = RaterProfileFactory(state="game", game_serves=50, game_skips=5)
+    careful = RaterProfileFactory(state="game", game_serves=50, game_skips=1)
     stats = by_profile(rater_statistics([skipper.pk, careful.pk]))
     assert (stats[skipper.pk].skips, stats[skipper.pk].skip_share) == (5, 0.1)
     assert "skipper" in stats[skipper.pk].flags
