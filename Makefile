@@ -17,11 +17,12 @@ $(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt
 	$(PIP) install --quiet -r requirements-dev.txt
 	touch $@
 
-# Laptop run: SQLite under var/, tasks inline, demo content and demo accounts (make run PORT=8001).
+# Laptop run: SQLite under var/, tasks inline, demo content and demo accounts (make run PORT=8001),
+# served by gunicorn with a backlog for a classroom (ratinggame/embedded_server.py).
 run: $(VENV)/.runtime
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py load_demo
-	$(PY) manage.py runserver 127.0.0.1:$(PORT)
+	$(VENV)/bin/gunicorn -c python:ratinggame.embedded_server ratinggame.wsgi --bind 127.0.0.1:$(PORT)
 
 # The whole test suite (SQLite unless DATABASE_URL points at PostgreSQL), on every core
 # (pytest-xdist). The full-size run (CI's RATINGGAME_REQUIRE_SERVICES=1, or RATINGGAME_FULL_TESTS=1)

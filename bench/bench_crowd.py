@@ -2,8 +2,9 @@
 
 Not a test: it prints figures. Two setups, each on a database of its own made for the run:
 
-- ``sqlite``: what ``make run`` serves (``manage.py migrate``, ``load_demo``, then Django's
-  ``runserver`` on SQLite under a fresh var folder, tasks inline), 30 raters by default;
+- ``sqlite``: what ``make run`` serves (``manage.py migrate``, ``load_demo``, then gunicorn with
+  ``ratinggame/embedded_server.py`` on SQLite under a fresh var folder, tasks inline), 30 raters
+  by default;
 - ``pg``: gunicorn on PostgreSQL (``<db>_<raters>``, dropped and rebuilt, dropped again at the
   end), 50 raters by default.
 
@@ -12,7 +13,8 @@ benchmarks) and the API throttles are raised, so the raters press the server as 
 one request at a time allows. The researcher API uploads the missing tutorial, probation and
 control pools and ``raters x pairs-per-rater`` game pairs (``--setup``), then every simulated
 rater signs up, consents and plays (tutorial, probation where it fails, game) through the HTTP
-API, all raters at once.
+API, all raters at once: each run is a burst of that many first requests. ``--runs`` repeats
+each run (a fresh database each time); a connection the server resets is an "other" error.
 
 Printed per run: ratings acknowledged (and stored, counted in the database afterwards), the
 server's 5xx answers by status (the simulator retries them, so each retry that failed again
@@ -22,7 +24,7 @@ and the load average (1, 5, 15 min) when the run ended.
 
     .venv/bin/python bench/bench_crowd.py [--setups sqlite,pg] [--sqlite-raters 30] [--pg-raters 50]
         [--pg postgres://postgres@127.0.0.1:5432] [--db bench_crowd] [--pairs-per-rater 10]
-        [--workers 4] [--seed 0]
+        [--workers 4] [--seed 0] [--runs 1]
 """
 
 import argparse
@@ -114,15 +116,16 @@ def served(command: list[str], env: dict[str, str], port: int, name: str, run) -
 
 
 def sqlite_run(args, raters: int) -> dict:
-    """``make run``'s server: migrate, load the demo, runserver on SQLite under a fresh var folder."""
+    """``make run``'s server: migrate, load the demo, gunicorn on SQLite under a fresh var folder."""
     with tempfile.TemporaryDirectory(prefix="bench-crowd-var-") as var:
         env = server_env(RATINGGAME_VAR_DIR=var)
         manage(env, "migrate", "--noinput", "-v0")
         manage(env, "load_demo")
         token = manage(env, "shell", "-v0", "-c", RESEARCHER_SNIPPET)
         port = free_port()
-        command = [PYTHON, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"]
-        report = served(command, env, port, "runserver", lambda url: crowd_run(url, token, args, raters))
+        command = [PYTHON, "-m", "gunicorn", "-c", "python:ratinggame.embedded_server", "ratinggame.wsgi"]
+        command += ["--bind", f"127.0.0.1:{port}"]
+        report = served(command, env, port, "make run's gunicorn", lambda url: crowd_run(url, token, args, raters))
         with sqlite3.connect(Path(var) / "db.sqlite3") as db:
             report["ratings_stored"] = db.execute("SELECT count(*) FROM ratinggame_rating").fetchone()[0]
         return report
@@ -174,7 +177,7 @@ def print_row(setup: str, raters: int, report: dict) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--setups", default="sqlite,pg", help="sqlite (runserver, make run), pg (gunicorn)")
+    parser.add_argument("--setups", default="sqlite,pg", help="sqlite (make run), pg (gunicorn)")
     parser.add_argument("--sqlite-raters", default="30", help="comma-separated crowd sizes for sqlite")
     parser.add_argument("--pg-raters", default="50", help="comma-separated crowd sizes for pg")
     parser.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432", help="server URL, no database")
@@ -183,11 +186,12 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=4, help="gunicorn worker processes")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep", action="store_true", help="keep the PostgreSQL databases")
+    parser.add_argument("--runs", type=int, default=1, help="runs of each setup and size (bursts)")
     args = parser.parse_args()
     logging.getLogger("httpx").setLevel(logging.WARNING)
 
     runs = {
-        "sqlite": (sqlite_run, args.sqlite_raters, "runserver, SQLite"),
+        "sqlite": (sqlite_run, args.sqlite_raters, "make run, SQLite"),
         "pg": (pg_run, args.pg_raters, f"gunicorn x{args.workers}, PostgreSQL"),
     }
     print(f"delay 0 s, {os.cpu_count()} CPUs; load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
@@ -199,7 +203,8 @@ def main() -> None:
     for setup in args.setups.split(","):
         run, sizes, name = runs[setup]
         for raters in (int(n) for n in sizes.split(",")):
-            print_row(name, raters, run(args, raters))
+            for _ in range(args.runs):
+                print_row(name, raters, run(args, raters))
 
 
 if __name__ == "__main__":

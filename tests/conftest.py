@@ -49,6 +49,17 @@ def port_open(host: str, port: int) -> bool:
         return False
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _fast_password_hashing():
+    """Test accounts need no strong password hashing: PBKDF2 takes a third of a second per user
+    here, and the suite makes thousands. No test is about the hasher (production's is Django's
+    default), and a server a test starts as a process of its own hashes as production does."""
+    from django.test import override_settings
+
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _isolated_media(settings, tmp_path):
     """Every test stores images under its own temporary MEDIA_ROOT, with tasks inline (none in
@@ -89,9 +100,14 @@ def require_postgres(settings):
 
 
 @pytest.fixture
-def redis_url():
+def redis_url(worker_id):
+    """The test Redis database, one per pytest-xdist process (15, 14, ... for gw0, gw1, ...): each
+    test empties its broker's database, which must not be another process's."""
     url = os.environ.get("RATINGGAME_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
-    host_port = url.split("//", 1)[1].split("/", 1)[0]
+    base, _, number = url.rpartition("/")
+    worker = int(worker_id[2:]) if worker_id.startswith("gw") else 0
+    url = f"{base}/{int(number or 15) - worker}"
+    host_port = base.split("//", 1)[1]
     host, _, port = host_port.rpartition(":")
     if not port_open(host or "127.0.0.1", int(port or 6379)):
         service_missing(f"Redis is not reachable at {url}")
@@ -124,8 +140,5 @@ def unanimous_policy(settings):
 @pytest.fixture
 def three_second_rules(settings):
     """The rules most journey tests play by: the 3-second minimum per pair (SPEC 3), assignments
-    that expire after 30 minutes, and fast password hashing for the accounts they make."""
-    from tests.ratinggame.journey_helpers import FAST_HASHERS
-
+    that expire after 30 minutes."""
     settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 3.0, "ASSIGNMENT_EXPIRY_SECONDS": 1800}
-    settings.PASSWORD_HASHERS = FAST_HASHERS

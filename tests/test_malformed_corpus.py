@@ -29,14 +29,12 @@ from annotators.models import RaterProfile, RaterState
 from ratinggame.models import Assignment, CaptionPair, Image, Pool, Rating
 from tests.factories import CaptionPairFactory, TutorialPairFactory, png_bytes
 from tests.ratinggame.api_helpers import PASSWORD, annotator, error_of, researcher, token_client, zip_bytes
-from tests.ratinggame.journey_helpers import FAST_HASHERS
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
 def _quiet(settings):
-    settings.PASSWORD_HASHERS = FAST_HASHERS
     cache.clear()
     yield
     cache.clear()

@@ -17,7 +17,7 @@ from scoring.models import ExportJob
 from scoring.progress.chart import ratings_per_hour_svg
 from tests.browser import ARTIFACTS, SIZES, chromium, photo_like_image, signed_in, wait_until
 from tests.factories import CaptionPairFactory, TutorialPairFactory, user_with_role
-from tests.ratinggame.journey_helpers import FAST_HASHERS, rater
+from tests.ratinggame.journey_helpers import rater
 from tests.test_accessibility import blocking_violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -31,7 +31,6 @@ LONG_CAPTION = (
 @pytest.fixture
 def world(settings, monkeypatch):
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    settings.PASSWORD_HASHERS = FAST_HASHERS
     settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 0}
     ARTIFACTS.mkdir(exist_ok=True)
     TutorialPairFactory(image=photo_like_image(1), caption="A tutorial caption")

@@ -15,14 +15,14 @@ from annotators.staff.services import ActionRefused, dispute_resolve
 from ratinggame.models import Pool
 from tests.factories import CaptionPairFactory, UserFactory, rating_record
 from tests.ratinggame.game.test_concurrency import run_at_once
-from tests.ratinggame.journey_helpers import FAST_HASHERS, rater
+from tests.ratinggame.journey_helpers import rater
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture(autouse=True)
-def _postgres(settings, require_postgres):
-    settings.PASSWORD_HASHERS = FAST_HASHERS
+def _postgres(require_postgres):
+    """Every test here runs on PostgreSQL."""
 
 
 def test_parallel_disputes_file_one_per_rating_and_accepting_restores_once():

@@ -11,7 +11,6 @@ from rest_framework.throttling import SimpleRateThrottle
 
 from annotators.models import RaterProfile
 from tests.ratinggame.api_helpers import PASSWORD, error_of
-from tests.ratinggame.journey_helpers import FAST_HASHERS
 
 pytestmark = pytest.mark.django_db
 
@@ -21,7 +20,6 @@ EXPANDING = "\ufdfa" * 150  # 150 characters that NFKC folds into 2,700
 
 @pytest.fixture(autouse=True)
 def _fresh(settings):
-    settings.PASSWORD_HASHERS = FAST_HASHERS
     cache.clear()
     yield
     cache.clear()

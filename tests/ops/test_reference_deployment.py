@@ -1,13 +1,17 @@
 """The reference deployment, brought up from its own files: gunicorn started with
 ``deploy/gunicorn.conf.py`` and production settings on the test database, behind nginx running
-``deploy/nginx.conf`` as written (only its addresses and the media folder put to the test's).
-Through nginx: the health check, a page, a hashed static file, an image sent by nginx from
-``X-Accel-Redirect`` (the header never reaches the client), the request id made by nginx; and
-the systemd units start what the deployment guide starts, with the queues the site routes to."""
+``deploy/nginx.conf`` as written (only its addresses, its certificate, a self-signed one, and the
+media folder put to the test's). Through nginx over HTTPS: the health check, a page with HSTS, a
+hashed static file, the API page's script rating a pair, an image sent by nginx from
+``X-Accel-Redirect`` (the header never reaches the client), the request id made by nginx; over
+plain HTTP the health check and a redirect to HTTPS; and the systemd units start what the
+deployment guide starts, with the queues the site routes to."""
 
 import configparser
+import os
 import re
 import shutil
+import ssl
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +21,8 @@ import pytest
 from django.conf import settings as django_settings
 
 from tests.conftest import service_missing
-from tests.factories import CaptionPairFactory
+from tests.docs.api_page import needs_curl_and_jq, play_the_script
+from tests.factories import TutorialPairFactory
 from tests.live_process import ROOT, free_port, process_stop, server_env, wait_until_up
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -25,12 +30,31 @@ pytestmark = pytest.mark.django_db(transaction=True)
 DEPLOY = ROOT / "deploy"
 
 
-def nginx_config(tmp: Path, *, listen: int, upstream: str, media_root: Path) -> Path:
-    """A whole nginx.conf around ``deploy/nginx.conf``, with the test's port, gunicorn and media."""
+def self_signed_certificate(tmp: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key (openssl), as certbot would leave them."""
+    cert, key = tmp / "fullchain.pem", tmp / "privkey.pem"
+    request = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"]
+    made = subprocess.run(
+        [*request, "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", str(key), "-out", str(cert)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr
+    return cert, key
+
+
+def nginx_config(tmp: Path, *, plain: int, tls: int, upstream: str, media_root: Path) -> Path:
+    """A whole nginx.conf around ``deploy/nginx.conf``, with the test's ports, certificate,
+    gunicorn and media."""
     server = (DEPLOY / "nginx.conf").read_text()
+    cert, key = self_signed_certificate(tmp)
     for written, here in (
         ("server 127.0.0.1:8000;", f"server {upstream};"),
-        ("listen 80;", f"listen 127.0.0.1:{listen};"),
+        ("listen 80;", f"listen 127.0.0.1:{plain};"),
+        ("listen 443 ssl http2;", f"listen 127.0.0.1:{tls} ssl http2;"),
+        ("/etc/letsencrypt/live/ratings.example.org/fullchain.pem;", f"{cert};"),
+        ("/etc/letsencrypt/live/ratings.example.org/privkey.pem;", f"{key};"),
         ("alias /srv/ratinggame/media/;", f"alias {media_root}/;"),
     ):
         assert written in server, written
@@ -61,27 +85,30 @@ http {{
     return tmp / "nginx.conf"
 
 
+@needs_curl_and_jq
 def test_gunicorn_behind_nginx_from_the_deployments_own_files(require_postgres, tmp_path):
     nginx = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
     if nginx is None:
         service_missing("needs nginx: apt-get install nginx")
     media_root = Path(django_settings.MEDIA_ROOT)
-    pair = CaptionPairFactory(caption="A red box on green grass")
+    pair = TutorialPairFactory(caption="A red box on green grass", expert_rating=4)
     image_path = media_root / pair.image.file.name
     extra = {
         "STATIC_ROOT": str(tmp_path / "static"),
         "DJANGO_NUM_PROXIES": "1",
+        "DJANGO_SECURE_SSL_REDIRECT": "1",
         "RATINGGAME_MEDIA_ACCEL_REDIRECT": "/protected-media/",
     }
     env = server_env(media_root=media_root, min_seconds=3, extra=extra)
     collect = [sys.executable, "manage.py", "collectstatic", "--noinput"]
     collected = subprocess.run(collect, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert collected.returncode == 0, collected.stderr[-2000:]
-    web_port, proxy_port = free_port(), free_port()
+    web_port, plain_port, tls_port = free_port(), free_port(), free_port()
     env |= {"GUNICORN_BIND": f"127.0.0.1:{web_port}", "GUNICORN_WORKERS": "2"}
     web_log, proxy_log = tmp_path / "gunicorn.log", tmp_path / "error.log"
     gunicorn = [sys.executable, "-m", "gunicorn", "-c", str(DEPLOY / "gunicorn.conf.py"), "ratinggame.wsgi"]
-    conf = nginx_config(tmp_path, listen=proxy_port, upstream=f"127.0.0.1:{web_port}", media_root=media_root)
+    upstream = f"127.0.0.1:{web_port}"
+    conf = nginx_config(tmp_path, plain=plain_port, tls=tls_port, upstream=upstream, media_root=media_root)
     checked = subprocess.run([nginx, "-t", "-c", str(conf)], capture_output=True, text=True, check=False)
     assert checked.returncode == 0, checked.stderr
     with web_log.open("wb") as log:
@@ -90,21 +117,29 @@ def test_gunicorn_behind_nginx_from_the_deployments_own_files(require_postgres, 
         wait_until_up(f"http://127.0.0.1:{web_port}", web, web_log)
         proxy = subprocess.Popen([nginx, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            site = f"http://127.0.0.1:{proxy_port}"
-            wait_until_up(site, proxy, proxy_log)
-            health = httpx.get(f"{site}/healthz", timeout=10)
+            plain, site = f"http://127.0.0.1:{plain_port}", f"https://127.0.0.1:{tls_port}"
+            wait_until_up(plain, proxy, proxy_log)
+            checked_health = httpx.get(f"{plain}/healthz", timeout=10)  # a load balancer's check, no TLS
+            assert (checked_health.status_code, checked_health.json()["database"]) == (200, "ok")
+            moved = httpx.get(f"{plain}/play/", timeout=10)
+            assert moved.status_code == 301 and moved.headers["Location"] == "https://127.0.0.1/play/"
+            tls = httpx.Client(verify=ssl.create_default_context(cafile=tmp_path / "fullchain.pem"), timeout=10)
+            health = tls.get(f"{site}/healthz")
             assert (health.status_code, health.json()["database"]) == (200, "ok")
             assert re.fullmatch(r"[0-9a-f]{32}", health.headers["X-Request-ID"])  # nginx's $request_id
-            home = httpx.get(f"{site}/", timeout=10)
+            home = tls.get(f"{site}/")
             assert home.status_code == 200 and "Caption rating game" in home.text
+            assert "max-age=" in home.headers["Strict-Transport-Security"]  # the site saw HTTPS
             static = re.search(r'href="(/static/css/site\.[0-9a-f]{12}\.css)"', home.text)
             assert static, "the page names its hashed stylesheet"
-            css = httpx.get(site + static[1], timeout=10)
+            css = tls.get(site + static[1])
             assert css.status_code == 200 and "max-age=315360000" in css.headers["Cache-Control"]
-            image = httpx.get(f"{site}{django_settings.MEDIA_URL}{pair.image.file.name}", timeout=10)
+            answer = play_the_script(site, pair, env=os.environ | {"CURL_CA_BUNDLE": str(tmp_path / "fullchain.pem")})
+            assert answer["points"] == 2
+            image = tls.get(f"{site}{django_settings.MEDIA_URL}{pair.image.file.name}")
             assert image.status_code == 200 and image.content == image_path.read_bytes()
             assert "X-Accel-Redirect" not in image.headers  # nginx took it and sent the file
-            hidden = httpx.get(f"{site}/protected-media/{pair.image.file.name}", timeout=10)
+            hidden = tls.get(f"{site}/protected-media/{pair.image.file.name}")
             assert hidden.status_code == 404  # internal: never asked for from outside
         finally:
             process_stop(proxy)

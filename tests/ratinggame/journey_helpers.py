@@ -13,8 +13,6 @@ from ratinggame.models import Assignment, CaptionPair, Pool, Rating
 from tests.factories import CaptionPairFactory, ProbationPairFactory, TutorialPairFactory, UserFactory
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
-# Test users need no strong password hashing (PBKDF2 takes most of a second per user here).
-FAST_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 WAIT = 4  # seconds between serving and submitting: past the 3-second floor
 
 

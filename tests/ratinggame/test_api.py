@@ -56,7 +56,6 @@ def _fresh_cache_and_no_wait(settings):
     # Throttle and log-in counters live in the cache; the 3-second floor is for people.
     cache.clear()
     settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 0}
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     yield
     cache.clear()
 

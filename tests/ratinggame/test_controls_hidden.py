@@ -12,7 +12,7 @@ from annotators.models import RaterState
 from ratinggame.models import Assignment, CaptionPair
 from tests.factories import ControlPairFactory
 from tests.ratinggame.api_helpers import token_client
-from tests.ratinggame.journey_helpers import FAST_HASHERS, Clock, game_pairs, rate_next, rater
+from tests.ratinggame.journey_helpers import Clock, game_pairs, rate_next, rater
 
 pytestmark = pytest.mark.django_db
 
@@ -22,7 +22,6 @@ IMAGE_URL = re.compile(r"^/media/images/[0-9a-f]{2}/[0-9a-f]{64}\.(png|jpg|jpeg|
 @pytest.fixture(autouse=True)
 def _settings(settings):
     settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 0.0, "CONTROL_EVERY": 2}
-    settings.PASSWORD_HASHERS = FAST_HASHERS
 
 
 def one_of_each(client) -> dict[str, dict]:

@@ -9,7 +9,7 @@ from django.utils import timezone
 from annotators.models import RaterState
 from ratinggame.models import Assignment, CaptionPair, PairReport, Rating
 from tests.factories import UserFactory
-from tests.ratinggame.journey_helpers import FAST_HASHERS, game_pairs, rater, tutorial_pairs
+from tests.ratinggame.journey_helpers import game_pairs, rater, tutorial_pairs
 
 pytestmark = pytest.mark.django_db
 
@@ -17,7 +17,6 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def _rules(settings):
     settings.RATINGGAME = {**settings.RATINGGAME, "REPORTS_TO_WITHDRAW": 1, "SKIPS_PER_HOUR": 10}
-    settings.PASSWORD_HASHERS = FAST_HASHERS
 
 
 def open_assignment(client, stage: str) -> int:

@@ -28,8 +28,6 @@ HOST = "ratings.example.org"
 
 @pytest.fixture(autouse=True)
 def _fresh_cache(settings):
-    # A fast hasher: these tests log in many times; what they test is not the hashing.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     cache.clear()
     yield
     cache.clear()

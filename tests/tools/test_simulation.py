@@ -19,7 +19,6 @@ from ratinggame.models import CaptionPair, Pool, PrimingStatus, Rating
 from tests.acks import acknowledged, stored_ratings
 from tests.conftest import FULL_TESTS
 from tests.ratinggame.api_helpers import researcher
-from tests.ratinggame.journey_helpers import FAST_HASHERS
 from tools.simulator import crowd as simulation
 from tools.simulator.crowd import CrowdConfig, crowd_simulate
 from tools.simulator.report import format_report
@@ -111,7 +110,6 @@ def fast_server(settings, monkeypatch):
     from rest_framework.throttling import SimpleRateThrottle
 
     settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 0.05}
-    settings.PASSWORD_HASHERS = FAST_HASHERS
     rates = {scope: "1000000/min" for scope in SimpleRateThrottle.THROTTLE_RATES}
     monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", rates)
     cache.clear()

@@ -14,7 +14,6 @@ from rest_framework.test import APIClient
 from annotators.models import RaterProfile
 from ratinggame.env import env_datetime, env_decimal
 from tests.ratinggame.api_helpers import admin, annotator, error_of, researcher
-from tests.ratinggame.journey_helpers import FAST_HASHERS
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +29,6 @@ STUDY = {
 @pytest.fixture
 def described(settings):
     settings.RATINGGAME_STUDY = {**settings.RATINGGAME_STUDY, **STUDY}
-    settings.PASSWORD_HASHERS = FAST_HASHERS
 
 
 def test_consent_page_names_title_operator_contact_minutes_and_compensation(client, described):

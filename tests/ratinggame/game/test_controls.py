@@ -13,7 +13,6 @@ from scoring.consensus import player_score
 from scoring.export.data import export_data_collect
 from tests.factories import ControlPairFactory, ImageFactory
 from tests.ratinggame.journey_helpers import (
-    FAST_HASHERS,
     Clock,
     assert_pairs_consistent,
     game_pairs,
@@ -35,7 +34,6 @@ def _settings(settings):
         "DRIFT_WINDOW": 15,
         "DRIFT_THRESHOLD": 1.1,
     }
-    settings.PASSWORD_HASHERS = FAST_HASHERS
 
 
 def control_pairs(levels=(1, 2, 3, 4, 5), images: int = 1) -> list[CaptionPair]:

@@ -10,7 +10,6 @@ from ratinggame.game.reports import ReportRefused, pair_report, reports_resolve
 from ratinggame.models import Assignment, CaptionPair, PairReport, Rating, ReportReason
 from tests.factories import UserFactory
 from tests.ratinggame.journey_helpers import (
-    FAST_HASHERS,
     T0,
     Clock,
     assert_pairs_consistent,
@@ -32,7 +31,6 @@ def _rules(settings):
         "REPORTS_TO_WITHDRAW": 2,
         "SKIPS_PER_HOUR": 3,
     }
-    settings.PASSWORD_HASHERS = FAST_HASHERS
 
 
 def report_served(user, reason=ReportReason.BROKEN_IMAGE, text="", now=T0):

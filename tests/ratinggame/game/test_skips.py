@@ -7,7 +7,6 @@ from ratinggame import game
 from ratinggame.models import Assignment, CaptionPair, PairReport, Rating
 from tests.ratinggame.api_helpers import token_client
 from tests.ratinggame.journey_helpers import (
-    FAST_HASHERS,
     T0,
     Clock,
     assert_pairs_consistent,
@@ -23,7 +22,6 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def _settings(settings):
     settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 3.0, "CONTROL_EVERY": 0}
-    settings.PASSWORD_HASHERS = FAST_HASHERS
 
 
 def test_a_skip_passes_the_pair_gives_its_slot_back_and_it_never_returns():

@@ -22,7 +22,7 @@ from ratinggame.models import CaptionPair, Image, Pool, PrimingStatus, Rating
 from scoring.progress import estimate
 from scoring.progress.dashboard import CHART_HOURS, study_progress
 from tests.factories import ImageFactory, user_with_role
-from tests.ratinggame.journey_helpers import FAST_HASHERS, Clock, game_pairs, probation_pairs, rate_next, rater
+from tests.ratinggame.journey_helpers import Clock, game_pairs, probation_pairs, rate_next, rater
 from tests.ratinggame.journey_helpers import tutorial_pairs as make_tutorial_pairs
 
 pytestmark = pytest.mark.django_db
@@ -31,12 +31,7 @@ NOW = datetime(2030, 3, 4, 15, 40, tzinfo=UTC)
 
 
 @pytest.fixture
-def fast(settings):
-    settings.PASSWORD_HASHERS = FAST_HASHERS
-
-
-@pytest.fixture
-def crowd(fast):
+def crowd():
     """The demo's seeded crowd of eight over a small pool, then, in the last hour, an admin trying
     the game and a newcomer rating, and one crowd rater withdrawing."""
     make_tutorial_pairs([5, 4, 3, 2, 1, 5, 4, 3, 2, 1])
@@ -148,7 +143,7 @@ def test_the_page_and_the_api_show_the_figures(crowd, client, settings):
     assert body["estimate"]["result"] in (estimate.ESTIMATED, estimate.NO_RATE, estimate.TOO_FEW_PAIRS)
 
 
-def test_only_researchers_see_the_progress(client, fast):
+def test_only_researchers_see_the_progress(client):
     annotator = rater(RaterState.GAME)
     client.force_login(annotator)
     assert client.get(reverse("scoring:research")).status_code == 403
@@ -172,7 +167,7 @@ def queries_of(client, url: str) -> int:
     return len(queries)
 
 
-def test_the_page_reads_a_fixed_number_of_queries_whatever_the_pool(client, django_assert_max_num_queries, fast):
+def test_the_page_reads_a_fixed_number_of_queries_whatever_the_pool(client, django_assert_max_num_queries):
     researcher = user_with_role(RESEARCHER, password=None)
     client.force_login(researcher)
     api = APIClient()
@@ -200,7 +195,7 @@ def seeded_orders():
     random.setstate(state)
 
 
-def test_the_estimate_comes_true_in_a_simulated_study(settings, fast, seeded_orders):
+def test_the_estimate_comes_true_in_a_simulated_study(settings, seeded_orders):
     """Six raters take turns at a steady 20 ratings an hour; a rater gives the pair's true level
     about half the time and a neighbour otherwise, so pairs disagree and some get more than 3
     ratings. When half the target is validated the page estimates when the rest will be; the
