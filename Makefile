@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 PORT ?= 8000
 
-.PHONY: run test lint docs docs-serve screenshots migrations-check worker-default worker-gpu beat serve clean
+.PHONY: run test lint docs docs-serve openapi screenshots migrations-check worker-default worker-gpu beat serve clean
 
 $(VENV)/.runtime: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,10 @@ docs: $(VENV)/.dev
 
 docs-serve: $(VENV)/.dev
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8001
+
+# The API's OpenAPI schema, as the API reference page renders it (tests/docs/test_docs.py checks it).
+openapi: $(VENV)/.runtime
+	$(PY) manage.py spectacular --file docs/openapi.yaml --validate
 
 # The documentation's pictures, taken from the demo in real Chromium (tests/docs/test_screenshots.py).
 screenshots: $(VENV)/.dev

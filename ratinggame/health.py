@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 from kombu import Connection
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ def broker_status() -> str:
 
 
 @never_cache
-@require_GET
+@require_safe  # GET, and HEAD for monitors that probe with it
 def healthz(request: HttpRequest) -> JsonResponse:
     checks = {"database": database_status(), "broker": broker_status()}
     healthy = ERROR not in checks.values()

@@ -80,9 +80,12 @@ class NewServe:
         )
 
 
-def skip_state(profile: ProfileRow) -> dict:
+def skip_state(profile: ProfileRow, stage: str) -> dict:
     """Whether the rater may skip the pair of their latest game serve, and if not from which game
-    pair on (SPEC 5's skip limit, ``journey.skip_open``): read from the profile, no query."""
+    pair on (SPEC 5's skip limit, ``journey.skip_open``): read from the profile, no query. An
+    attention check is never skipped (SPEC 7), and no later pair is promised for it."""
+    if stage == ATTENTION:
+        return {"skip_open": False, "skip_from": None}
     if journey.skip_open(profile.game_serves, profile.game_skips):
         return {"skip_open": True, "skip_from": None}
     return {"skip_open": False, "skip_from": journey.next_skip_serve(profile.game_skips)}
@@ -105,7 +108,7 @@ def serve(profile: ProfileRow, now: datetime, *, wait: bool) -> Served | None:
                 assignment.expires_at,
                 pair,
                 image,
-                **skip_state(profile),
+                **skip_state(profile, assignment.stage),
             )
         avoid_image = pair.image_id
     batch = Batch()
@@ -149,7 +152,7 @@ def serve_new(
         )
     insert = batch.add(sql.ASSIGNMENT_INSERT, profile.user_id, pair.id, stage, now, expires_at, None, holds_slot)
     profile.game_serves = serve_number + 1
-    return NewServe(stage, pair, image, now, expires_at, insert, skip_state(profile))
+    return NewServe(stage, pair, image, now, expires_at, insert, skip_state(profile, stage))
 
 
 def images_to_avoid(rater_id: int, latest: int | None) -> tuple[int, ...]:

@@ -25,7 +25,6 @@ outside them, then to [1, 5].
 from collections.abc import Sequence
 
 import numpy as np
-from sklearn.isotonic import IsotonicRegression
 
 RATING_MIN, RATING_MAX = 1.0, 5.0
 DEFAULT_RAW_RANGE = (0.5, 1.0)
@@ -70,6 +69,10 @@ def fit_isotonic(raw: Sequence[float], target: Sequence[float]) -> tuple[list[fl
     target = np.asarray(target, dtype=float)
     if raw.shape != target.shape or raw.ndim != 1 or len(raw) < 2:
         raise ValueError("raw and target must be 1-d of the same length, at least 2")
+    # Imported here, where a fit runs: the scorer registry imports this module, and so does the
+    # web process (the admin names the metrics), which never fits and need not load sklearn.
+    from sklearn.isotonic import IsotonicRegression
+
     regression = IsotonicRegression(increasing=True, y_min=RATING_MIN, y_max=RATING_MAX, out_of_bounds="clip")
     regression.fit(raw, target)
     return regression.X_thresholds_.tolist(), regression.y_thresholds_.tolist()

@@ -56,6 +56,7 @@ def nginx_config(tmp: Path, *, plain: int, tls: int, upstream: str, media_root: 
         ("/etc/letsencrypt/live/ratings.example.org/fullchain.pem;", f"{cert};"),
         ("/etc/letsencrypt/live/ratings.example.org/privkey.pem;", f"{key};"),
         ("alias /srv/ratinggame/media/;", f"alias {media_root}/;"),
+        ("/var/log/nginx/ratinggame.access.log", str(tmp / "ratinggame.access.log")),
     ):
         assert written in server, written
         server = server.replace(written, here)
@@ -126,7 +127,8 @@ def test_gunicorn_behind_nginx_from_the_deployments_own_files(require_postgres, 
             tls = httpx.Client(verify=ssl.create_default_context(cafile=tmp_path / "fullchain.pem"), timeout=10)
             health = tls.get(f"{site}/healthz")
             assert (health.status_code, health.json()["database"]) == (200, "ok")
-            assert re.fullmatch(r"[0-9a-f]{32}", health.headers["X-Request-ID"])  # nginx's $request_id
+            request_id = health.headers["X-Request-ID"]
+            assert re.fullmatch(r"[0-9a-f]{32}", request_id)  # nginx's $request_id
             home = tls.get(f"{site}/")
             assert home.status_code == 200 and "Caption rating game" in home.text
             assert "max-age=" in home.headers["Strict-Transport-Security"]  # the site saw HTTPS
@@ -141,6 +143,8 @@ def test_gunicorn_behind_nginx_from_the_deployments_own_files(require_postgres, 
             assert "X-Accel-Redirect" not in image.headers  # nginx took it and sent the file
             hidden = tls.get(f"{site}/protected-media/{pair.image.file.name}")
             assert hidden.status_code == 404  # internal: never asked for from outside
+            logged = (tmp_path / "ratinggame.access.log").read_text()
+            assert '"GET /healthz HTTP/1.1" 200' in logged and request_id in logged  # the id, in nginx's line
         finally:
             process_stop(proxy)
     finally:

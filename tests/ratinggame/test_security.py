@@ -125,6 +125,8 @@ def test_healthz_reports_database_ok_and_the_broker_inline_without_one(client, s
     answer = client.get("/healthz")
     assert answer.status_code == 200
     assert answer.json() == {"database": "ok", "broker": "inline"}
+    assert client.head("/healthz").status_code == 200  # monitors that probe with HEAD
+    assert client.post("/healthz").status_code == 405
 
 
 def closed_port() -> int:

@@ -201,11 +201,13 @@ def test_malformed_boolean_is_a_clear_error(tmp_path, value):
 
 
 def test_web_process_never_imports_torch(tmp_path):
+    """Nor sklearn, which only a calibration fit (a worker's) needs: 1.3 s and its memory in every
+    web process that loaded it through the scorer registry."""
     code = (
         "import sys, django; django.setup();"
         "import ratinggame.urls, ratinggame.admin, annotators.admin, scoring.admin;"
         "from django.urls import get_resolver; get_resolver().url_patterns;"
-        "heavy = [m for m in ('torch', 'open_clip', 'torchvision') if m in sys.modules];"
+        "heavy = [m for m in ('torch', 'open_clip', 'torchvision', 'sklearn') if m in sys.modules];"
         "print(heavy); sys.exit(1 if heavy else 0)"
     )
     environment = {k: v for k, v in os.environ.items() if k not in CLEARED}

@@ -3,6 +3,8 @@ pair choose 2") served to participants on the game screen at a set rate, recorde
 their own, in no score, window, quota, consensus or drift; failing the set number makes a
 participant reject-eligible (listed for the researcher, never acted on by the site)."""
 
+import re
+
 import pytest
 from django.test import Client
 
@@ -102,6 +104,10 @@ def test_the_pages_say_what_the_check_asked_and_offer_no_dispute_and_no_skip(cli
         client.post("/play/game/", {"assignment": served.assignment_id, "value": "3"})
     else:
         raise AssertionError("no attention check served")
+    # The screen offers no skip for it, nor a later one, though the rater's skips are open.
+    assert (served.skip_open, served.skip_from) == (False, None)
+    html = page.content.decode()
+    assert re.search(r'id="skip-pair"[^>]* hidden', html) and "Skip: from game pair" not in html
     skipped = client.post("/play/skip/", {"assignment": served.assignment_id}, follow=True)
     said = " ".join(str(m) for m in skipped.context["messages"])
     assert "An attention check cannot be skipped: please choose the level its caption asks for." in said
