@@ -38,7 +38,8 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from helpers import database_create, database_drop, free_port, wait_up  # bench/helpers.py, beside this script
+# bench/helpers.py, beside this script
+from helpers import database_create, database_drop, embedded_server, free_port, wait_up
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -123,9 +124,8 @@ def sqlite_run(args, raters: int) -> dict:
         manage(env, "load_demo")
         token = manage(env, "shell", "-v0", "-c", RESEARCHER_SNIPPET)
         port = free_port()
-        command = [PYTHON, "-m", "gunicorn", "-c", "python:ratinggame.embedded_server", "ratinggame.wsgi"]
-        command += ["--bind", f"127.0.0.1:{port}"]
-        report = served(command, env, port, "make run's gunicorn", lambda url: crowd_run(url, token, args, raters))
+        play = lambda url: crowd_run(url, token, args, raters)  # noqa: E731 - one use
+        report = served(embedded_server(port), env, port, "make run's gunicorn", play)
         with sqlite3.connect(Path(var) / "db.sqlite3") as db:
             report["ratings_stored"] = db.execute("SELECT count(*) FROM ratinggame_rating").fetchone()[0]
         return report

@@ -13,7 +13,7 @@ Setups, each on a database of its own made for the run:
   (``--sweep-seconds``); the worker is killed while the job runs and a fresh one started: the
   job's states after the kill (sent again by the sweep and done, or failed with the reason when
   ``--kill-folder`` removed its upload);
-- ``embedded``: what ``make run`` serves (runserver, SQLite, no broker: tasks inline, large
+- ``embedded``: what ``make run`` serves (its gunicorn, SQLite, no broker: tasks inline, large
   imports and display copies in the embedded worker's thread).
 
 Printed per setup: the upload's size, the HTTP status and time of the answer, and then, polling
@@ -39,7 +39,7 @@ from pathlib import Path
 
 import httpx
 import redis
-from helpers import database_create, database_drop, free_port, wait_up  # bench/helpers.py, beside this script
+from helpers import database_create, database_drop, embedded_server, free_port, wait_up  # beside this script
 from PIL import Image as PILImage
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -230,14 +230,14 @@ def embedded_run(args, images: list[Path]) -> dict:
         token = manage(env, "shell", "-v0", "-c", RESEARCHER_SNIPPET)
         port = free_port()
         server = subprocess.Popen(
-            [PYTHON, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
+            embedded_server(port),
             cwd=ROOT,
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
         try:
-            wait_up(f"http://127.0.0.1:{port}", server, "runserver")
+            wait_up(f"http://127.0.0.1:{port}", server, "make run's gunicorn")
             result = upload_and_follow(f"http://127.0.0.1:{port}", token, images, args.wait)
             result["pairs"], result["copies"] = manage(env, "shell", "-v0", "-c", COUNTS_SNIPPET).split()
         finally:
@@ -265,7 +265,7 @@ def main() -> None:
     print(f"{len(images)} PNGs of {SIZE[0]}x{SIZE[1]} px ready in {ready:.0f} s; {os.cpu_count()} CPUs; load {load()}")
     runs = {
         "prod": ("gunicorn, PostgreSQL, Celery", prod_run),
-        "embedded": ("runserver, SQLite, no broker", embedded_run),
+        "embedded": ("make run, SQLite, no broker", embedded_run),
     }
     for setup in args.setups.split(","):
         if setup == "kill":

@@ -2,7 +2,14 @@
 
 import socket
 import subprocess
+import sys
 import time
+
+
+def embedded_server(port: int) -> list[str]:
+    """``make run``'s server (ratinggame/embedded_server.py) on ``port``: the embedded default."""
+    config = "python:ratinggame.embedded_server"
+    return [sys.executable, "-m", "gunicorn", "-c", config, "ratinggame.wsgi", "--bind", f"127.0.0.1:{port}"]
 
 
 def free_port() -> int:
