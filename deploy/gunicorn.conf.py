@@ -15,6 +15,11 @@ threads = 4
 # minutes; nginx's proxy_read_timeout is the same.
 timeout = 300
 graceful_timeout = 30
+# An idle keep-alive connection stays open longer than a client keeps it (nginx's upstream
+# keepalive keeps one for 60 s):
+# gunicorn's default of 2 s closes connections the client is just reusing, and its request then
+# fails with "server disconnected" (a POST is not sent again).
+keepalive = 75
 # A worker is replaced after this many requests (a leak would cost nothing).
 max_requests = 5000
 max_requests_jitter = 500

@@ -11,6 +11,10 @@ bind = "127.0.0.1:8000"
 workers = 1
 threads = 16
 backlog = 2048
+# An idle keep-alive connection stays open longer than a client keeps it (browsers keep one for minutes, httpx for 5 s):
+# gunicorn's default of 2 s closes connections the client is just reusing, and its request then
+# fails with "server disconnected" (a POST is not sent again).
+keepalive = 75
 # An upload imported inline (its images resized in the request) can take minutes.
 timeout = 300
 graceful_timeout = 5
