@@ -171,3 +171,14 @@ def test_the_systemd_units_start_what_the_guide_starts():
             "/srv/ratinggame/.venv/bin/gunicorn",
             "/srv/ratinggame/.venv/bin/celery",
         }
+
+
+def test_the_environments_static_root_is_not_the_projects_static_folder():
+    """collectstatic's folder must lie outside the tracked static/ that STATICFILES_DIRS names:
+    Django's check staticfiles.E002 stops migrate, collectstatic and the web unit otherwise."""
+    lines = (DEPLOY / "env.example").read_text().splitlines()
+    written = dict(line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
+    project = Path("/srv/ratinggame")  # the units' WorkingDirectory
+    static_root = Path(written["STATIC_ROOT"])
+    sources = [project / Path(folder).relative_to(ROOT) for folder in django_settings.STATICFILES_DIRS]
+    assert static_root not in sources and static_root.is_relative_to(project / "var")
