@@ -124,8 +124,9 @@ def sqlite_run(args, raters: int) -> dict:
         manage(env, "load_demo")
         token = manage(env, "shell", "-v0", "-c", RESEARCHER_SNIPPET)
         port = free_port()
-        play = lambda url: crowd_run(url, token, args, raters)  # noqa: E731 - one use
-        report = served(embedded_server(port), env, port, "make run's gunicorn", play)
+        report = served(
+            embedded_server(port), env, port, "make run's gunicorn", lambda url: crowd_run(url, token, args, raters)
+        )
         with sqlite3.connect(Path(var) / "db.sqlite3") as db:
             report["ratings_stored"] = db.execute("SELECT count(*) FROM ratinggame_rating").fetchone()[0]
         return report

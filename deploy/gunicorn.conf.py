@@ -15,10 +15,9 @@ threads = 4
 # minutes; nginx's proxy_read_timeout is the same.
 timeout = 300
 graceful_timeout = 30
-# An idle keep-alive connection stays open longer than a client keeps it (nginx's upstream
-# keepalive keeps one for 60 s):
-# gunicorn's default of 2 s closes connections the client is just reusing, and its request then
-# fails with "server disconnected" (a POST is not sent again).
+# Idle keep-alive connections stay open longer than nginx's upstream keeps them (60 s): at
+# gunicorn's default of 2 s a request on a connection just closed fails, and nginx does not send a
+# POST again (ratinggame/embedded_server.py says what was measured).
 keepalive = 75
 # A worker is replaced after this many requests (a leak would cost nothing).
 max_requests = 5000

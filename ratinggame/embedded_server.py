@@ -11,9 +11,9 @@ bind = "127.0.0.1:8000"
 workers = 1
 threads = 16
 backlog = 2048
-# An idle keep-alive connection stays open longer than a client keeps it (browsers keep one for minutes, httpx for 5 s):
-# gunicorn's default of 2 s closes connections the client is just reusing, and its request then
-# fails with "server disconnected" (a POST is not sent again).
+# Idle keep-alive connections stay open longer than clients keep them (browsers for minutes, httpx
+# 5 s): at gunicorn's default of 2 s a request on a connection just closed fails with "server
+# disconnected" (3 of 10 bursts of 30 raters had one; docs/benchmarks.md).
 keepalive = 75
 # An upload imported inline (its images resized in the request) can take minutes.
 timeout = 300

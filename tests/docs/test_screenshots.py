@@ -25,7 +25,8 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 RATE_AND_SUBMIT = "rate"  # the picture is of the feedback after rating the pair shown (a 4)
 GUIDE_OPEN = "guide"  # the picture is of the page with its Rating Guide open
 
-# (file name, who, path, size, what to do before the picture): what the docs show.
+# (file name, who, path, size, what to do before the picture, or a CSS selector of the part to take):
+# what the docs show.
 PICTURES = [
     ("consent-390x844.png", "newcomer", "/play/consent/", "390x844", None),
     ("tutorial-1280x720.png", "learner", "/play/tutorial/", "1280x720", None),
@@ -85,17 +86,15 @@ def test_the_documentations_pictures(live_server, chromium_path, demo):
                 wait_until(page, "document.getElementById('pair-image').complete")
             width = SIZES[size]["viewport"]["width"]
             assert page.evaluate("document.documentElement.scrollWidth") <= width, name
+            shot = page  # the whole screen, or the one part of it that ``then`` names
             if then == RATE_AND_SUBMIT:  # as the rater sees it: in place, or as the feedback page
                 page.locator("label[for=value-4]").click()
                 page.locator("#submit-rating:enabled").click()
                 page.locator("#continue").wait_for()
-                page.screenshot(path=str(folder / name), scale="css")
             elif then == GUIDE_OPEN:
                 page.keyboard.press("g")
                 page.locator("dialog[open]").wait_for()
-                page.screenshot(path=str(folder / name), scale="css")
-            elif then is not None:  # one part of the page
-                page.locator(then).screenshot(path=str(folder / name), scale="css")
-            else:
-                page.screenshot(path=str(folder / name), scale="css")
+            elif then is not None:
+                shot = page.locator(then)
+            shot.screenshot(path=str(folder / name), scale="css")
             page.context.close()
