@@ -114,7 +114,7 @@ def _next(cursor, profile: sql.ProfileRow, now: datetime) -> dict:
 
 
 def _submit(cursor, profile: sql.ProfileRow, assignment_id: int, value: int, now: datetime) -> tuple[int, dict]:
-    _run(cursor, ASSIGNMENT, [assignment_id])
+    _run(cursor, ASSIGNMENT, [False, 14, assignment_id])  # not excluded, the drift rule's 15 less one
     row = cursor.fetchone()
     if row is None:
         return 404, {"code": "not_found"}

@@ -351,8 +351,8 @@ def counted_control_ratings(since: "datetime | str | None" = None) -> Q:
     """The one definition of the control ratings that count (SPEC 2.5): not excluded. With
     ``since``, those submitted since then: the drift rule reads a rater's since they last entered
     the game (a time, or ``SINCE_GAME_ENTRY`` for every rater's own; all of a rater who has none).
-    The game reads them in SQL (``ratinggame.game.sql.latest_control_ratings``), which a test holds
-    equal to this."""
+    The game reads them in SQL, with every rating's assignment (``ratinggame.game.sql.
+    assignment_with_pair``), which a test holds equal to this."""
     counted = Q(stage=Pool.CONTROL, excluded=False)
     if since == SINCE_GAME_ENTRY:
         return counted & (Q(**{f"{since}__isnull": True}) | Q(submitted_at__gte=models.F(since)))

@@ -12,8 +12,8 @@ every rated pair's is, and never written).
 from collections.abc import Sequence
 from datetime import datetime
 
-from annotators.journey import ControlResult, control_agreement, drift_window, seeded_draw
-from ratinggame.game.sql import IMAGE, PAIR, ImageRow, PairRow, control_candidates, latest_control_ratings
+from annotators.journey import ControlResult, control_agreement, seeded_draw
+from ratinggame.game.sql import IMAGE, PAIR, ImageRow, PairRow, control_candidates
 from ratinggame.models import Pool
 
 
@@ -40,12 +40,13 @@ def control_pick(
     return PAIR.read(row[: PAIR.width]), IMAGE.read(row[PAIR.width : PAIR.width + IMAGE.width])
 
 
-def control_results(*, rater_id: int, since: datetime, include: ControlResult) -> list[ControlResult]:
-    """The rater's counted control ratings since ``since`` (their entry to the game), oldest first,
-    as many as the drift rule reads, with ``include`` (the one being stored) last."""
-    latest = latest_control_ratings().fetchall(rater_id, False, since, drift_window() - 1)
+def control_results(earlier: Sequence[tuple[datetime, int, int]], include: ControlResult) -> list[ControlResult]:
+    """The rater's counted control ratings as the drift rule reads them, oldest first: ``earlier``
+    (their latest since entering the game, (submitted_at, value, reference) newest first, as the
+    rating's assignment read carries them: ``sql.rater_controls_read``), with ``include`` (the one
+    being stored) last."""
     results = [
         ControlResult(submitted_at=submitted_at, agreement=control_agreement(value, reference))
-        for submitted_at, value, reference in reversed(latest)
+        for submitted_at, value, reference in reversed(earlier)
     ]
     return [*results, include]

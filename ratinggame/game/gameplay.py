@@ -204,10 +204,13 @@ def served_of(
 def assignment_read(assignment_id: int, *, lock: bool) -> tuple[AssignmentRow, PairRow, sql.RatingRow]:
     """An assignment with its pair (row-locked with ``lock``) and its rating (``id`` None when it
     has none), at every stage; raises ``not_found``."""
-    row = (sql.assignment_locking_pair() if lock else sql.assignment_with_pair()).fetchone(assignment_id)
+    read = sql.assignment_locking_pair() if lock else sql.assignment_with_pair()
+    row = read.fetchone(False, journey.drift_window() - 1, assignment_id)
     if row is None:
         raise not_found()
-    return _split(row, sql.ASSIGNMENT, sql.PAIR, sql.RATING)
+    assignment, pair, rating = _split(row, sql.ASSIGNMENT, sql.PAIR, sql.RATING)
+    assignment.rater_controls = row[-1]
+    return assignment, pair, rating
 
 
 def rate(
@@ -225,9 +228,7 @@ def rate(
         window_rating_ids, pair = _window_lock(profile, window_before, pair, control=control)
     points, reference, shown = _score(profile, assignment, pair, value, control=control)
     window = window_before.after(points) if counted else window_before
-    decided = (
-        _decided(profile, window, window_before, window_rating_ids, control, value, reference, now) if counted else None
-    )
+    decided = _decided(assignment, window, window_before, window_rating_ids, value, reference, now) if counted else None
     profile.game_score = journey.score_after(profile.game_score, points, decided)
     profile.window_count, profile.window_points = window.count, window.points
     transition = decided.name if decided is not None else window.outcome if window_before.open else None
@@ -345,24 +346,24 @@ def rating_insert(
 
 
 def _decided(
-    profile: ProfileRow,
+    assignment: AssignmentRow,
     window: Window,
     window_before: Window,
     window_rating_ids: list[int],
-    control: bool,
     value: int,
     reference: int | None,
     now: datetime,
 ) -> Transition | None:
     """What the journey decides after this game rating: the window's end (SPEC 2.3), else, after
-    a control rating, the drift rule (SPEC 2.5)."""
+    a control rating, the drift rule (SPEC 2.5) over the rater's control ratings that the read of
+    the assignment carried."""
     if window_before.open:
         return journey.window_transition(window, window_rating_ids)
-    if not control:
+    if assignment.stage != CONTROL:
         return None
     latest = ControlResult(submitted_at=now, agreement=journey.control_agreement(value, reference))
-    since = profile.game_entered_at or profile.created_at
-    return journey.drift_transition(control_results(rater_id=profile.user_id, since=since, include=latest), window)
+    earlier = sql.rater_controls_read(assignment.rater_controls)
+    return journey.drift_transition(control_results(earlier, latest), window)
 
 
 def _window_ratings(profile: ProfileRow, count: int) -> list[tuple[int, int, str]]:

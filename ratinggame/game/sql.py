@@ -21,12 +21,14 @@ statements only read and write what those decided, under the locks they rely on.
 import dataclasses
 import functools
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import DEFAULT_DB_ALIAS, connections, models
 from django.db.models import Model
+from django.utils.dateparse import parse_datetime
+from django.utils.timezone import is_aware, make_aware
 from rest_framework.authtoken.models import Token
 
 from annotators.models import Participation, RaterProfile
@@ -126,6 +128,11 @@ class AssignmentRow:
     submitted_at: datetime | None
     skipped_at: datetime | None
     holds_slot: bool
+    # Not a column of the assignment's table: its rater's latest counted control ratings since
+    # they entered the game, as many as the drift rule reads, in ``_rater_controls``'s text (read
+    # by ``rater_controls_read`` only after a control's rating); read beside the assignment by
+    # ``assignment_with_pair`` and ``assignment_locking_pair`` only (None elsewhere, or none).
+    rater_controls: str | None = dataclasses.field(default=None, init=False)
 
 
 @dataclasses.dataclass
@@ -397,18 +404,25 @@ def profile_with_participant(values) -> ProfileRow:
 
 def _assignment_with_pair(vendor: str, lock: bool) -> Statement:
     sql = (
-        f"SELECT {ASSIGNMENT.select('a')}, {PAIR.select('q')}, {RATING.select('r')} "  # noqa: S608
+        f"SELECT {ASSIGNMENT.select('a')}, {PAIR.select('q')}, {RATING.select('r')}, "  # noqa: S608
+        f"{_rater_controls(vendor, 'a')} "
         f'FROM {table(Assignment)} a JOIN {table(CaptionPair)} q ON q."id" = a.{column(Assignment, "pair")} '
         f'LEFT JOIN {table(Rating)} r ON r.{column(Rating, "assignment")} = a."id" '
         f'WHERE a."id" = %s' + (row_lock(vendor, "q") if lock else "")
     )
-    names = {Assignment: (*ASSIGNMENT.names, "pair"), CaptionPair: PAIR.names, Rating: (*RATING.names, "assignment")}
-    return Statement(sql, names)
+    names = {
+        Assignment: (*ASSIGNMENT.names, "pair", "rater"),
+        CaptionPair: PAIR.names,
+        Rating: (*RATING.names, "assignment", "rater", "stage", "excluded", "submitted_at", "value", "reference"),
+        RaterProfile: ("user", "game_entered_at", "created_at"),
+    }
+    return Statement(sql, names, (Rating._meta.get_field("excluded"), None, None))
 
 
 @statement
 def assignment_locking_pair(vendor: str) -> Statement:
-    """An assignment with its pair, row-locked, and its rating if it has one."""
+    """An assignment with its pair, row-locked, its rating if it has one, and its rater's latest
+    control ratings; parameters: False (not excluded), how many controls, the assignment's id."""
     return _assignment_with_pair(vendor, lock=True)
 
 
@@ -416,6 +430,40 @@ def assignment_locking_pair(vendor: str) -> Statement:
 def assignment_with_pair(vendor: str) -> Statement:
     """The same, without the lock (the pair is locked with others, in id order, or has no consensus)."""
     return _assignment_with_pair(vendor, lock=False)
+
+
+def _rater_controls(vendor: str, assignment: str) -> str:
+    """The latest counted control ratings (newest first, at most a number of them) of the rater of
+    the assignment ``assignment``, since their entry to the game (or their sign-up), as one text:
+    ``submitted_at|value|reference`` joined by ``;`` (``rater_controls_read``).
+
+    The read of every rating's assignment carries it, whatever the pair's pool: a control's rating
+    then costs what a game pair's does, with nothing (time included) to tell a rater which pair
+    was the quality check (SPEC 2.5). The drift rule reads the oldest of them by its time: the
+    text's order is not relied on."""
+    r = {name: column(Rating, name) for name in ("rater", "stage", "excluded", "submitted_at", "value", "reference")}
+    p = {name: column(RaterProfile, name) for name in ("user", "game_entered_at", "created_at")}
+    aggregate = "string_agg" if vendor == "postgresql" else "group_concat"
+    entry = "CAST(x.t AS text) || '|' || CAST(x.v AS text) || '|' || CAST(x.e AS text)"
+    return (
+        f"(SELECT {aggregate}({entry}, ';') FROM ("  # noqa: S608
+        f"SELECT c.{r['submitted_at']} t, c.{r['value']} v, c.{r['reference']} e FROM {table(Rating)} c "
+        f"JOIN {table(RaterProfile)} cp ON cp.{p['user']} = {assignment}.{column(Assignment, 'rater')} "
+        f"WHERE c.{r['rater']} = {assignment}.{column(Assignment, 'rater')} AND c.{r['stage']} = '{CONTROL}' "
+        f"AND c.{r['excluded']} = %s AND c.{r['submitted_at']} >= COALESCE(cp.{p['game_entered_at']}, "
+        f'cp.{p["created_at"]}) ORDER BY c.{r["submitted_at"]} DESC, c."id" DESC LIMIT %s) x)'
+    )
+
+
+def rater_controls_read(text: str | None) -> list[tuple[datetime, int, int]]:
+    """``_rater_controls``'s text as (submitted_at, value, reference), newest first: the times as
+    the database wrote them (PostgreSQL's with their offset, SQLite's naive in UTC), made aware."""
+    found = []
+    for entry in text.split(";") if text else ():
+        at, value, reference = entry.split("|")
+        moment = parse_datetime(at)
+        found.append((moment if is_aware(moment) else make_aware(moment, UTC), int(value), int(reference)))
+    return sorted(found, reverse=True)
 
 
 @statement
@@ -454,19 +502,6 @@ def control_candidates(vendor: str) -> Statement:
         Assignment: ("rater", "pair", "served_at", "skipped_at"),
     }
     return Statement(sql, names, (None, None, None))
-
-
-@statement
-def latest_control_ratings(vendor: str) -> Statement:
-    """A rater's counted control ratings since a time, newest first, at most a number of them."""
-    r = {name: column(Rating, name) for name in ("rater", "stage", "excluded", "submitted_at", "value", "reference")}
-    sql = (
-        f"SELECT r.{r['submitted_at']}, r.{r['value']}, r.{r['reference']} FROM {table(Rating)} r "  # noqa: S608
-        f"WHERE r.{r['rater']} = %s AND r.{r['stage']} = '{CONTROL}' AND r.{r['excluded']} = %s "
-        f'AND r.{r["submitted_at"]} >= %s ORDER BY r.{r["submitted_at"]} DESC, r."id" DESC LIMIT %s'
-    )
-    fields = (None, Rating._meta.get_field("excluded"), Rating._meta.get_field("submitted_at"), None)
-    return Statement(sql, {Rating: ("rater", "stage", "excluded", "submitted_at", "value", "reference")}, fields)
 
 
 # --- Writes ---------------------------------------------------------------------------------------

@@ -330,8 +330,8 @@ def test_the_locks_of_a_drift_rule_and_of_a_serve_of_its_control_pair_do_not_dea
     commit checks that assignment's foreign key (a key-share lock on the control pair). With FOR
     UPDATE locks each waits for the other until PostgreSQL breaks the deadlock (one of them
     fails); with FOR NO KEY UPDATE both finish."""
-    from ratinggame.game import sql
     from ratinggame.game.aggregates import ratings_exclude
+    from ratinggame.game.gameplay import assignment_read
     from tests.factories import ControlPairFactory
 
     (game_pair,) = game_pairs(1)
@@ -353,7 +353,7 @@ def test_the_locks_of_a_drift_rule_and_of_a_serve_of_its_control_pair_do_not_dea
         from django.db import transaction
 
         with transaction.atomic():
-            sql.assignment_locking_pair().fetchone(control_of_a.id)
+            assignment_read(control_of_a.id, lock=True)
             a_holds_control.set()
             assert b_committing.wait(10)
             time.sleep(0.3)  # B is at its commit
@@ -365,7 +365,7 @@ def test_the_locks_of_a_drift_rule_and_of_a_serve_of_its_control_pair_do_not_dea
 
         assert a_holds_control.wait(10)
         with transaction.atomic():
-            sql.assignment_locking_pair().fetchone(game_of_b.id)
+            assignment_read(game_of_b.id, lock=True)
             Assignment.objects.create(
                 rater=user_b, pair=control, stage=Pool.CONTROL, served_at=now, expires_at=now + timedelta(hours=1)
             )

@@ -187,19 +187,21 @@ def test_an_abandoned_control_expires_without_holding_anything(settings):
     assert not Assignment.objects.filter(holds_slot=True).exists()
 
 
-def test_the_drift_rules_sql_and_the_staff_figures_read_the_one_definition_of_counted_control_ratings():
-    """The game reads a rater's counted control ratings in SQL (``sql.latest_control_ratings``), the
-    staff figures and the export through ``counted_control_ratings``: the same ratings, for ratings
-    before and after the rater's entry to the game, excluded or not."""
+def test_the_drift_rules_sql_and_the_staff_figures_read_the_one_definition_of_counted_control_ratings(settings):
+    """The game reads a rater's counted control ratings in SQL, with every rating's assignment
+    (``sql.assignment_with_pair``), the staff figures and the export through
+    ``counted_control_ratings``: the same ratings, for ratings before and after the rater's entry to
+    the game, excluded or not."""
     from annotators.competency.flags import control_agreements
-    from ratinggame.game.sql import latest_control_ratings
+    from ratinggame.game.gameplay import assignment_read
+    from ratinggame.game.sql import rater_controls_read
     from ratinggame.models import SINCE_GAME_ENTRY, counted_control_ratings
 
     entered = Clock().now
     user = rater(RaterState.GAME, game_entered_at=entered)
     pairs = control_pairs(images=2)
     for index in range(24):  # one an hour, from 8 hours before the entry on; every fifth excluded
-        at = entered + timedelta(hours=index - 8)
+        at = entered + timedelta(hours=index - 8, microseconds=index * 1001)  # the text keeps microseconds
         pair = pairs[index % len(pairs)]
         assignment = Assignment.objects.create(
             rater=user, pair=pair, stage=Pool.CONTROL, served_at=at, expires_at=at, submitted_at=at
@@ -218,10 +220,11 @@ def test_the_drift_rules_sql_and_the_staff_figures_read_the_one_definition_of_co
     fields = ("submitted_at", "value", "reference")
     counted = Rating.objects.filter(rater=user).counted_controls(since=entered).order_by("-submitted_at", "-id")
 
-    def plain(rows):  # the raw reading's times are naive on SQLite, in UTC as the ORM's
-        return [(at.replace(tzinfo=None), value, reference) for at, value, reference in rows]
-
-    assert plain(latest_control_ratings().fetchall(user.pk, False, entered, 100)) == plain(counted.values_list(*fields))
+    read, _pair, _rating = assignment_read(assignment.pk, lock=False)
+    assert rater_controls_read(read.rater_controls) == list(counted.values_list(*fields))  # 13, under 14
+    settings.RATINGGAME = {**settings.RATINGGAME, "DRIFT_WINDOW": 5}
+    read, _pair, _rating = assignment_read(assignment.pk, lock=False)
+    assert rater_controls_read(read.rater_controls) == list(counted.values_list(*fields)[:4])
     assert counted.count() == 13  # the 16 since the entry, less the 3 excluded
     assert Rating.objects.filter(counted_control_ratings(SINCE_GAME_ENTRY)).count() == counted.count()
     window = journey.drift_window()
