@@ -26,14 +26,15 @@ run: $(VENV)/.runtime
 
 # The whole test suite (SQLite unless DATABASE_URL points at PostgreSQL), on every core
 # (pytest-xdist). The full-size run (CI's RATINGGAME_REQUIRE_SERVICES=1, or RATINGGAME_FULL_TESTS=1)
-# is one process: its fault tests stop and restart the machine's Redis and PostgreSQL, which a
-# test running beside them would see. TEST_PROCESSES=0 runs any suite in one process. Work
-# stealing: a process that runs out of tests takes some of another's, so the slow browser tests
-# at the end do not leave a core idle.
+# runs the tests marked `machine` after the others, in one process: they stop and restart the
+# machine's Redis and PostgreSQL, which a test running beside them would see. TEST_PROCESSES=0
+# runs the suite in one process. Work stealing: a process that runs out of tests takes some of
+# another's, so the slow browser tests at the end do not leave a core idle.
 FULL_SIZE := $(filter 1,$(RATINGGAME_REQUIRE_SERVICES) $(RATINGGAME_FULL_TESTS))
-TEST_PROCESSES ?= $(if $(FULL_SIZE),0,auto)
+TEST_PROCESSES ?= auto
 test: $(VENV)/.dev
-	$(VENV)/bin/pytest -n $(TEST_PROCESSES) --dist worksteal
+	$(VENV)/bin/pytest -n $(TEST_PROCESSES) --dist worksteal $(if $(FULL_SIZE),-m "not machine")
+	$(if $(FULL_SIZE),$(VENV)/bin/pytest -p no:xdist -m machine)
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .

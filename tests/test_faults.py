@@ -37,7 +37,7 @@ from tests.live_process import QUIET_WORKER, celery_process, current_database_ur
 from tests.ratinggame.api_helpers import researcher
 from tools.simulator.crowd import Ack, CrowdConfig, crowd_simulate
 
-pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.machine]
 
 POSTGRES_CONFIG = Path("/etc/postgresql")
 REDIS_PORT = 6379
