@@ -4,8 +4,9 @@
 media folder put to the test's). Through nginx over HTTPS: the health check, a page with HSTS, a
 hashed static file, the API page's script rating a pair, an image sent by nginx from
 ``X-Accel-Redirect`` (the header never reaches the client), the request id made by nginx; over
-plain HTTP the health check and a redirect to HTTPS; and the systemd units start what the
-deployment guide starts, with the queues the site routes to."""
+plain HTTP the health check, a Let's Encrypt challenge's token from certbot's webroot and a
+redirect to HTTPS; and the systemd units start what the deployment guide starts, with the queues
+the site routes to, after the services they use."""
 
 import configparser
 import os
@@ -44,9 +45,9 @@ def self_signed_certificate(tmp: Path) -> tuple[Path, Path]:
     return cert, key
 
 
-def nginx_config(tmp: Path, *, plain: int, tls: int, upstream: str, media_root: Path) -> Path:
+def nginx_config(tmp: Path, *, plain: int, tls: int, upstream: str, media_root: Path, webroot: Path) -> Path:
     """A whole nginx.conf around ``deploy/nginx.conf``, with the test's ports, certificate,
-    gunicorn and media."""
+    gunicorn, media and certbot's webroot."""
     server = (DEPLOY / "nginx.conf").read_text()
     cert, key = self_signed_certificate(tmp)
     for written, here in (
@@ -56,6 +57,7 @@ def nginx_config(tmp: Path, *, plain: int, tls: int, upstream: str, media_root: 
         ("/etc/letsencrypt/live/ratings.example.org/fullchain.pem;", f"{cert};"),
         ("/etc/letsencrypt/live/ratings.example.org/privkey.pem;", f"{key};"),
         ("alias /srv/ratinggame/media/;", f"alias {media_root}/;"),
+        ("root /var/www/html;", f"root {webroot};"),
         ("/var/log/nginx/ratinggame.access.log", str(tmp / "ratinggame.access.log")),
     ):
         assert written in server, written
@@ -109,7 +111,13 @@ def test_gunicorn_behind_nginx_from_the_deployments_own_files(require_postgres, 
     web_log, proxy_log = tmp_path / "gunicorn.log", tmp_path / "error.log"
     gunicorn = [sys.executable, "-m", "gunicorn", "-c", str(DEPLOY / "gunicorn.conf.py"), "ratinggame.wsgi"]
     upstream = f"127.0.0.1:{web_port}"
-    conf = nginx_config(tmp_path, plain=plain_port, tls=tls_port, upstream=upstream, media_root=media_root)
+    webroot = tmp_path / "webroot"
+    challenges = webroot / ".well-known" / "acme-challenge"
+    challenges.mkdir(parents=True)
+    (challenges / "a-token").write_text("a-token.a-key-thumbprint")  # as certbot --webroot writes it
+    conf = nginx_config(
+        tmp_path, plain=plain_port, tls=tls_port, upstream=upstream, media_root=media_root, webroot=webroot
+    )
     checked = subprocess.run([nginx, "-t", "-c", str(conf)], capture_output=True, text=True, check=False)
     assert checked.returncode == 0, checked.stderr
     with web_log.open("wb") as log:
@@ -122,6 +130,8 @@ def test_gunicorn_behind_nginx_from_the_deployments_own_files(require_postgres, 
             wait_until_up(plain, proxy, proxy_log)
             checked_health = httpx.get(f"{plain}/healthz", timeout=10)  # a load balancer's check, no TLS
             assert (checked_health.status_code, checked_health.json()["database"]) == (200, "ok")
+            challenge = httpx.get(f"{plain}/.well-known/acme-challenge/a-token", timeout=10)
+            assert (challenge.status_code, challenge.text) == (200, "a-token.a-key-thumbprint")  # not redirected
             moved = httpx.get(f"{plain}/play/", timeout=10)
             assert moved.status_code == 301 and moved.headers["Location"] == "https://127.0.0.1/play/"
             tls = httpx.Client(verify=ssl.create_default_context(cafile=tmp_path / "fullchain.pem"), timeout=10)
@@ -165,7 +175,11 @@ def test_the_systemd_units_start_what_the_guide_starts():
         queue = re.search(r"-Q (\w+)", starts[name])[1]
         assert queue in routed, (name, queue)
     assert re.search(r"celery -A ratinggame beat\b", starts["ratinggame-beat"])
-    for unit in units.values():
+    for name, unit in units.items():
+        # Started after the services each uses when they run on the same machine (beat: Redis only).
+        uses = {"redis-server.service"} | (set() if name == "ratinggame-beat" else {"postgresql.service"})
+        assert uses | {"network-online.target"} <= set(unit["Unit"]["After"].split()), name
+        assert "network-online.target" in unit["Unit"]["Wants"].split(), name
         assert unit["Service"]["EnvironmentFile"] == "/etc/ratinggame/env"
         assert unit["Service"]["ExecStart"].split()[0] in {
             "/srv/ratinggame/.venv/bin/gunicorn",
