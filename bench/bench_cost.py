@@ -4,9 +4,11 @@ A study of ``--pairs`` game pairs, whose true levels are drawn from the VICR sam
 pairs' rounded mean rating), is rated by a simulated crowd through the game's own code: the real
 serve (``rating.pair_serve``: the claim, the ranks, the cap), the real rating
 (``rating.rating_submit``: Algorithm 1, the aggregates, the label evidence, the rank under the
-pair's row lock) and the real periodic refit of the raters' models (``labels.rater_models_refit``,
-every ``--refit-every`` ratings), on a SQLite database of its own. Raters arrive at random, one
-rating at a time, 11 seconds each (the paper's average), until no pair is open to any rater.
+pair's row lock) and the real refit of the raters' models as the site runs it (``labels.refit_due``
+checked every ``--refit-check-seconds`` of the study's time, as beat checks (every 30 s), and
+``labels.rater_models_refit`` when due: ``RATINGGAME_REFIT_RATINGS`` ratings since the last fit,
+``--refit-ratings`` here), on a SQLite database of its own. Raters arrive at random, one rating at
+a time, 11 seconds each (the paper's average), until no pair is open to any rater.
 
 The crowd is the one ``bench/bench_quality.py`` shows to be VICR-like (``tools.simulator.crowd``:
 a rating is the true level plus Gaussian noise whose sd grows as competency falls, competencies
@@ -134,11 +136,17 @@ def study_create(truths: np.ndarray) -> dict[int, int]:
     return {pair.pk: int(truth) for pair, truth in zip(pairs, truths, strict=True)}
 
 
+def study_time(ratings: int, raters: int) -> datetime:
+    """The study's clock after ``ratings`` ratings: its raters rate side by side, 11 s a rating each."""
+    return START + timedelta(seconds=ratings * SECONDS_PER_RATING / raters)
+
+
 def study_run(policy: str, threshold: float, prior: bool, seed: int, args, levels: np.ndarray) -> dict:
     """One study under one policy, rolled back at the end; its figures."""
     settings.RATINGGAME["ASSIGNMENT_POLICY"] = policy
     settings.RATINGGAME["SETTLED_THRESHOLD"] = threshold
     settings.RATINGGAME["LEVEL_PRIOR"] = prior
+    settings.RATINGGAME["REFIT_RATINGS"] = args.refit_ratings
     level_prior_known(None)  # flat until the study's first refit, as on a new site
     rng = np.random.default_rng(seed)
     random.seed(seed)  # the pairs' order keys and the raters' order seeds (``random``)
@@ -148,6 +156,7 @@ def study_run(policy: str, threshold: float, prior: bool, seed: int, args, level
         clocks = [START] * len(crowd.members)
         active = list(range(len(crowd.members)))
         ratings = 0
+        next_check = START + timedelta(seconds=args.refit_check_seconds)
         while active:
             index = active[int(rng.integers(len(active)))]
             member = crowd.members[index]
@@ -159,9 +168,12 @@ def study_run(policy: str, threshold: float, prior: bool, seed: int, args, level
             value = crowd.rating(member, truth[served.pair_id])
             rating_submit(rater=member[0], assignment_id=served.assignment_id, value=value, now=clocks[index])
             ratings += 1
-            if ratings % args.refit_every == 0:
-                labels.rater_models_refit()
-        labels.rater_models_refit()
+            now = study_time(ratings, args.raters)
+            if now >= next_check:  # beat's check
+                next_check += timedelta(seconds=args.refit_check_seconds)
+                if labels.refit_due(now):
+                    labels.rater_models_refit(now)
+        labels.rater_models_refit(study_time(ratings, args.raters))
         figures = study_figures(truth, ratings)
         transaction.set_rollback(True)
     return figures
@@ -251,7 +263,18 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=8)
     parser.add_argument("--careless", type=float, default=0.1, help="share of raters answering at random")
     parser.add_argument("--severity-sd", type=float, default=0.2)
-    parser.add_argument("--refit-every", type=int, default=300, help="ratings between refits of the raters' models")
+    parser.add_argument(
+        "--refit-ratings",
+        type=int,
+        default=settings.RATINGGAME["REFIT_RATINGS"],
+        help="new ratings that make a refit of the raters' models due (RATINGGAME_REFIT_RATINGS)",
+    )
+    parser.add_argument(
+        "--refit-check-seconds",
+        type=float,
+        default=settings.CELERY_BEAT_SCHEDULE["refit-rater-models"]["schedule"],
+        help="the study's seconds between checks (beat's period)",
+    )
     parser.add_argument("--thresholds", default=str(settings.RATINGGAME["SETTLED_THRESHOLD"]))
     parser.add_argument(
         "--level-prior",
@@ -297,6 +320,7 @@ def main() -> None:
     load = os.getloadavg()
     print(
         f"{args.pairs} pairs, {args.raters} raters ({args.careless:.0%} careless), {args.seeds} seeds, "
+        f"refit due after {args.refit_ratings} ratings, checked every {args.refit_check_seconds:.0f} s, "
         f"{connection.vendor}, {time.monotonic() - started:.0f} s, load {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
     )
     table(results)

@@ -144,6 +144,9 @@ class LevelPrior(models.Model):
     fitted_at = models.DateTimeField()
     shares = models.JSONField()
     pairs = models.PositiveIntegerField(help_text="Pairs of unknown level it was fitted on.")
+    ratings_through = models.PositiveBigIntegerField(
+        default=0, help_text="The latest rating the fit read (its id): the next fit is due after the ones since."
+    )
 
     class Meta:
         ordering = ["-fitted_at", "-id"]

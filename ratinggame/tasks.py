@@ -11,7 +11,7 @@ from django.utils import timezone
 from ratinggame.background import BackgroundTask
 from ratinggame.game.aggregates import pairs_aggregates_check
 from ratinggame.game.assignment import assignments_release_expired
-from ratinggame.game.labels import rater_models_refit
+from ratinggame.game.labels import rater_models_refit, refit_due
 from ratinggame.models import Image
 from ratinggame.pairs.derivatives import derivatives_make
 from ratinggame.pairs.jobs import TIME_LIMIT_SECONDS, import_folders_delete, import_job_execute, import_jobs_sweep
@@ -45,8 +45,11 @@ def check_aggregates() -> int:
 
 
 @shared_task(base=BackgroundTask, name="ratinggame.tasks.refit_rater_models", acks_late=True, time_limit=30 * 60)
-def refit_rater_models() -> dict:
-    """Periodic: the raters' ordinal models refitted and the undecided pairs brought in step (SPEC 5.1)."""
+def refit_rater_models(force: bool = False) -> dict:
+    """Periodic, every 30 s: once enough ratings came in (``labels.refit_due``; every time with
+    ``force``), the raters' ordinal models refitted and the undecided pairs brought in step (SPEC 5.1)."""
+    if not force and not refit_due():
+        return {"due": False}
     refit = rater_models_refit()
     if refit is None:
         return {"raters": 0}

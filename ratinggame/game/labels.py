@@ -2,28 +2,49 @@
 step with them (SPEC 5.1; the model is ``scoring.ordinal``'s).
 
 The rating path adds each rating's evidence under the pair's row lock with the rater's model as
-it stands (``aggregates.pair_rating_add``). A periodic refit (``ratinggame.tasks.
-refit_rater_models``) fits every rater again over every counted game rating and every control
-rating (whose expert level is known truth), stores the models on the raters' profiles and the
-level prior it fitted with them (``models.LevelPrior``), and rebuilds the evidence and rank of
-the pairs the policy still decides about (3 to 6 counted ratings), each under its row lock: a
-rater found careless since their ratings counts for less, and a pair that looked settled on that
-rater's word is opened again.
+it stands (``aggregates.pair_rating_add``). A refit (``ratinggame.tasks.refit_rater_models``,
+checked every 30 s, run once ``REFIT_RATINGS`` ratings came in since the last: ``refit_due``)
+fits every rater again over every counted game rating and every control rating (whose expert
+level is known truth), stores the models on the raters' profiles and the level prior it fitted
+with them (``models.LevelPrior``), and rebuilds the evidence and rank of the pairs the policy
+still decides about (3 to 6 counted ratings), each under its row lock: a rater found careless
+since their ratings counts for less, and a pair that looked settled on that rater's word is
+opened again.
+
+The refit follows the ratings rather than the clock because every rating made by a rater no fit
+has seen is read with the population's model: a careless rater's random answers then look like
+an honest rater's disagreement (more ratings for the pair) or agreement (a wrong label settled).
+In ``bench/bench_cost.py``'s study (30 raters, 10% careless), no refit before the study's end saved
+a tenth of the ratings of "unanimous" at a lower accuracy; a refit every 300 ratings, a quarter
+(docs/benchmarks.md).
 """
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Max, Q, QuerySet
+from django.utils import timezone
 
 from annotators.models import RaterProfile
 from ratinggame.game.assignment import pair_rank_refresh
 from ratinggame.game.prior import level_prior_store
-from ratinggame.models import MAX_HUMAN_RATINGS, MIN_HUMAN_RATINGS, CaptionPair, Pool, Rating, counted_ratings
+from ratinggame.models import (
+    MAX_HUMAN_RATINGS,
+    MIN_HUMAN_RATINGS,
+    CaptionPair,
+    LevelPrior,
+    Pool,
+    Rating,
+    counted_ratings,
+)
 from scoring import ordinal
 
 # Pairs whose evidence is rebuilt per transaction (each locks this many rows at most).
 REFRESH_BATCH = 200
+# While fewer than REFIT_RATINGS ratings came in, a fit older than this is made again anyway.
+REFIT_AT_LEAST_EVERY = timedelta(minutes=30)
 
 
 @dataclass(frozen=True)
@@ -35,23 +56,42 @@ class Refit:
     population: ordinal.RaterModel
 
 
-def rater_ratings() -> tuple[list[tuple], dict[int, int]]:
-    """(pair, rater, value) of every counted game rating and every non-excluded control rating,
-    and the control pairs' expert levels (the ratings whose truth is known)."""
-    rows = list(
-        Rating.objects.filter(counted_ratings() | Q(stage=Pool.CONTROL, excluded=False))
-        .order_by("id")
-        .values_list("pair_id", "rater_id", "value")
-    )
+def fitted_ratings() -> QuerySet:
+    """The ratings a fit reads: every counted game rating and every non-excluded control rating."""
+    return Rating.objects.filter(counted_ratings() | Q(stage=Pool.CONTROL, excluded=False))
+
+
+def rater_ratings(through: int | None = None) -> tuple[list[tuple], dict[int, int]]:
+    """(pair, rater, value) of the ratings a fit reads (up to the rating id ``through``), and the
+    control pairs' expert levels (the ratings whose truth is known)."""
+    ratings = fitted_ratings() if through is None else fitted_ratings().filter(pk__lte=through)
+    rows = list(ratings.order_by("id").values_list("pair_id", "rater_id", "value"))
     known = dict(
         CaptionPair.objects.filter(pool=Pool.CONTROL, expert_rating__isnull=False).values_list("id", "expert_rating")
     )
     return rows, known
 
 
-def rater_models_refit() -> Refit | None:
+def refit_due(now: datetime | None = None) -> bool:
+    """Whether the raters' models should be fitted again: ``REFIT_RATINGS`` ratings a fit reads
+    came in since the last fit (any, before the first), or some did and the last fit is older
+    than ``REFIT_AT_LEAST_EVERY``. One count over the ratings' primary key."""
+    last = LevelPrior.objects.only("fitted_at", "ratings_through").first()
+    since = fitted_ratings() if last is None else fitted_ratings().filter(pk__gt=last.ratings_through)
+    new = since.count()
+    if last is None or new == 0:
+        return new > 0
+    return (
+        new >= settings.RATINGGAME["REFIT_RATINGS"] or (now or timezone.now()) - last.fitted_at >= REFIT_AT_LEAST_EVERY
+    )
+
+
+def rater_models_refit(now: datetime | None = None) -> Refit | None:
     """Fit and store every rater's model, then bring the undecided pairs in step; None without ratings."""
-    rows, known = rater_ratings()
+    through = fitted_ratings().aggregate(latest=Max("id"))["latest"]
+    if through is None:
+        return None
+    rows, known = rater_ratings(through)
     if not rows:
         return None
     fit = ordinal.raters_fit(rows, known)
@@ -64,7 +104,9 @@ def rater_models_refit() -> Refit | None:
             model.lapse,
         )
     RaterProfile.objects.bulk_update(profiles, ["label_precision", "label_severity", "label_lapse"], batch_size=1000)
-    level_prior_store(fit.levels, pairs=len({pair for pair, _, _ in rows} - set(known)))
+    level_prior_store(
+        fit.levels, pairs=len({pair for pair, _, _ in rows} - set(known)), ratings_through=through, now=now
+    )
     reopened, settled = pairs_evidence_refresh()
     return Refit(len(profiles), len(rows), reopened, settled, fit.population)
 

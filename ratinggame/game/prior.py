@@ -4,7 +4,7 @@ the rating path reads no row for it (one query per process every few minutes); t
 stores a new one knows it at once. None: a flat prior (no refit yet, or ``LEVEL_PRIOR`` off).
 
 For up to ``READ_EVERY_SECONDS`` after a refit another process may still rank pairs with the
-prior before it: a pair it ranks then is ranked again by the next refit (every 30 minutes), and
+prior before it: a pair it ranks then is ranked again by the next refit (``labels.refit_due``), and
 ``check_aggregates`` in that window may name it as drifted (``--repair`` sets it right)."""
 
 import time
@@ -27,8 +27,10 @@ def level_prior() -> tuple[float, ...] | None:
     return _memo["shares"]
 
 
-def level_prior_store(shares: tuple[float, ...], pairs: int) -> LevelPrior:
-    stored = LevelPrior.objects.create(fitted_at=timezone.now(), shares=list(shares), pairs=pairs)
+def level_prior_store(shares: tuple[float, ...], pairs: int, ratings_through: int, now=None) -> LevelPrior:
+    stored = LevelPrior.objects.create(
+        fitted_at=now or timezone.now(), shares=list(shares), pairs=pairs, ratings_through=ratings_through
+    )
     _memo.update(shares=tuple(shares), read_at=time.monotonic())
     return stored
 

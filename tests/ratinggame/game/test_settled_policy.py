@@ -10,7 +10,7 @@ from ratinggame import game
 from ratinggame.game.aggregates import ratings_exclude
 from ratinggame.game.assignment import assign_rank_for
 from ratinggame.game.labels import pairs_evidence_refresh, rater_models_refit
-from ratinggame.models import Assignment, AssignRank, CaptionPair, Pool, Rating
+from ratinggame.models import Assignment, AssignRank, CaptionPair, LevelPrior, Pool, Rating
 from scoring import ordinal
 from tests.factories import ControlPairFactory
 from tests.ratinggame.journey_helpers import (
@@ -205,3 +205,41 @@ def test_the_refit_stores_the_level_prior_and_the_policy_decides_with_it(setting
     level_prior_known(None)
     settings.RATINGGAME = {**settings.RATINGGAME, "LEVEL_PRIOR": True}
     assert level_prior() is None  # until the process reads the table again (every few minutes)
+
+
+@pytest.mark.usefixtures("settled")
+def test_a_refit_is_due_once_enough_ratings_came_in_since_the_last_or_some_and_half_an_hour(settings):
+    """The refit follows the ratings (``labels.refit_due``): a careless rater's answers count as the
+    population's until a fit has seen them. Due with the first ratings; then after
+    ``REFIT_RATINGS`` more that a fit reads (a tutorial rating is not one); with fewer, once the
+    last fit is 30 minutes old; never without new ones. The periodic task refits only when due."""
+    from ratinggame.game.labels import refit_due
+    from ratinggame.tasks import refit_rater_models
+
+    settings.RATINGGAME = {**settings.RATINGGAME, "REFIT_RATINGS": 5}
+    controls = [ControlPairFactory(expert_rating=level) for level in [1, 2, 3, 4, 5]]
+    user = rater(RaterState.GAME)
+    assert not refit_due(T0) and refit_rater_models() == {"due": False}
+    control_ratings(user, controls[:2], lambda pair, index: pair.expert_rating)
+    assert refit_due(T0)
+    assert refit_rater_models()["raters"] == 1
+    assert not refit_due(T0 + timedelta(hours=5))  # nothing new
+    control_ratings(rater(RaterState.GAME), controls, lambda pair, index: pair.expert_rating)
+    tutorial = CaptionPair.objects.create(
+        image=controls[0].image, caption="a tutorial pair", pool=Pool.TUTORIAL, expert_rating=3
+    )
+    at = T0 - timedelta(hours=1)
+    Rating.objects.create(
+        assignment=Assignment.objects.create(
+            rater=user, pair=tutorial, stage=Pool.TUTORIAL, served_at=at, expires_at=at, submitted_at=at
+        ),
+        pair=tutorial, rater=user, stage=Pool.TUTORIAL, value=3, served_at=at, submitted_at=at,
+    )  # fmt: skip
+    fitted_at = LevelPrior.objects.first().fitted_at
+    assert refit_due(fitted_at)  # 5 new control ratings (the tutorial's does not count)
+    rater_models_refit(fitted_at)
+    assert not refit_due(fitted_at + timedelta(minutes=29))
+    control_ratings(user, controls[2:3], lambda pair, index: pair.expert_rating)  # one more
+    assert not refit_due(fitted_at + timedelta(minutes=29))
+    assert refit_due(fitted_at + timedelta(minutes=30))
+    assert refit_rater_models(force=True)["raters"] == 2
