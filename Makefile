@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 PORT ?= 8000
 
-.PHONY: run test lint docs docs-serve openapi screenshots migrations-check worker-default worker-gpu beat serve clean
+.PHONY: run test lint docs docs-serve openapi screenshots plots migrations-check worker-default worker-gpu beat serve clean
 
 $(VENV)/.runtime: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -56,6 +56,10 @@ openapi: $(VENV)/.runtime
 # The documentation's pictures, taken from the demo in real Chromium (tests/docs/test_screenshots.py).
 screenshots: $(VENV)/.dev
 	RATINGGAME_DOCS_SCREENSHOTS=docs/img $(VENV)/bin/pytest -p no:cacheprovider -q tests/docs/test_screenshots.py
+
+# The benchmarks page's plots, drawn from the figures benches printed (bench/figures/*.json).
+plots: $(VENV)/.dev
+	$(PY) bench/plots.py
 
 migrations-check: $(VENV)/.runtime
 	$(PY) manage.py makemigrations --check --dry-run

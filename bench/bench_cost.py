@@ -28,7 +28,8 @@ export's virtual-rater statistics (tau_X-YZ, W, kappa), and the money per valida
         [--thresholds 0.2] [--json]
 
 ``--thresholds 0.1,0.2,0.3`` runs the settled policy at each threshold (how the default was chosen).
-With ``--json`` the last line is one JSON object: ``{"policies": {"unanimous": {...}, "settled": {...}}, ...}``.
+With ``--json`` the last line is one JSON object: ``{"policies": {"unanimous": {...}, "settled": {...}}, ...}``
+(with the command and the date: ``bench/figures/cost.json`` is one, which ``bench/plots.py`` draws).
 """
 
 import argparse
@@ -325,7 +326,19 @@ def main() -> None:
     )
     table(results)
     if args.json:
-        print(json.dumps({"policies": results, "paper_ratings_per_pair": PAPER_RATINGS_PER_PAIR, "load": load}))
+        command = " ".join([".venv/bin/python", "bench/bench_cost.py", *sys.argv[1:]])
+        when = datetime.now(UTC).date().isoformat()
+        print(
+            json.dumps(
+                {
+                    "policies": results,
+                    "paper_ratings_per_pair": PAPER_RATINGS_PER_PAIR,
+                    "load": load,
+                    "command": command,
+                    "date": when,
+                }
+            )
+        )
     Path(_DB.name).unlink(missing_ok=True)
 
 
