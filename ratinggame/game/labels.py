@@ -61,11 +61,11 @@ def fitted_ratings() -> QuerySet:
     return Rating.objects.filter(counted_ratings() | Q(stage=Pool.CONTROL, excluded=False))
 
 
-def rater_ratings(through: int | None = None) -> tuple[list[tuple], dict[int, int]]:
-    """(pair, rater, value) of the ratings a fit reads (up to the rating id ``through``), and the
+def rater_ratings(through: int) -> tuple[list[tuple], dict[int, int]]:
+    """(pair, rater, value) of the ratings a fit reads, up to the rating id ``through``, and the
     control pairs' expert levels (the ratings whose truth is known)."""
-    ratings = fitted_ratings() if through is None else fitted_ratings().filter(pk__lte=through)
-    rows = list(ratings.order_by("id").values_list("pair_id", "rater_id", "value"))
+    ratings = fitted_ratings().filter(pk__lte=through).order_by("id")
+    rows = list(ratings.values_list("pair_id", "rater_id", "value"))
     known = dict(
         CaptionPair.objects.filter(pool=Pool.CONTROL, expert_rating__isnull=False).values_list("id", "expert_rating")
     )
