@@ -40,7 +40,7 @@ from annotators.study.settings import StudySettings, study
 COUNTED_PAID = (BonusState.PAID, BonusState.PAYING)
 
 
-NOTHING_OWED = "Nothing is owed up to {day}: every bonus earned by then is paid."
+NOTHING_OWED = "Nothing is owed up to {day}: no bonus earned by then waits to be paid."
 
 
 class LedgerError(Exception):

@@ -83,6 +83,9 @@ class Command(BaseCommand):
         self.stdout.write(f"Batch {batch.pk}: {paid}.")
 
     def _batches(self, **options) -> None:
+        if not BonusBatch.objects.exists():
+            self.stdout.write("No bonus batches yet.")
+            return
         for batch in BonusBatch.objects.all():
             self.stdout.write(
                 f"{batch.pk}  up to {batch.up_to}  {batch.total} {batch.currency}  {batch.get_state_display()}"

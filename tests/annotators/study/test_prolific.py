@@ -190,6 +190,8 @@ def test_the_token_is_sent_to_prolific_and_never_logged(fake, api, caplog):
 
 
 def test_the_command_shows_the_batch_then_pays_it_when_told(fake, capsys):
+    call_command("prolific", "batches")
+    assert capsys.readouterr().out == "No bonus batches yet.\n"  # an empty ledger says so
     call_command("prolific", "bonus", "--up-to", str(DAY))
     shown = capsys.readouterr().out
     assert f"{P1}  0.93 GBP" in shown and "--yes" in shown and fake.payments == []
