@@ -34,7 +34,7 @@ FULL_SIZE := $(filter 1,$(RATINGGAME_REQUIRE_SERVICES) $(RATINGGAME_FULL_TESTS))
 TEST_PROCESSES ?= auto
 test: $(VENV)/.dev
 	$(VENV)/bin/pytest -n $(TEST_PROCESSES) --dist worksteal $(if $(FULL_SIZE),-m "not machine")
-	$(if $(FULL_SIZE),$(VENV)/bin/pytest -p no:xdist -m machine)
+	$(if $(FULL_SIZE),$(VENV)/bin/pytest -n 0 -m machine)
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check .

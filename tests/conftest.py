@@ -60,6 +60,24 @@ def _fast_password_hashing():
         yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _test_database_dropped_whole(django_db_setup, django_db_blocker):
+    """At the end of the session, before pytest-django drops the test database: on PostgreSQL, end
+    the connections to it that the suite left behind (a server or worker thread a test started,
+    still connected), or the drop fails with "being accessed by other users" and the database
+    stays on the server, one per run and process."""
+    yield
+    from django.db import connection
+
+    with django_db_blocker.unblock():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+
+
 @pytest.fixture(autouse=True)
 def _isolated_media(settings, tmp_path):
     """Every test stores images under its own temporary MEDIA_ROOT, with tasks inline (none in
