@@ -39,18 +39,20 @@ COLOURS = {"unanimous": "#444444", "settled, level prior": "#1f77b4", "settled, 
 MARKERS = {"unanimous": "s", "settled, level prior": "o", "settled, flat prior": "^"}
 
 
+def means_and_errors(points: list[tuple[str, dict]], name: str) -> tuple[list[float], list[list[float]]]:
+    """A figure's means over the points, and the distances to its 95% interval's ends (below, above)."""
+    means = [found[name]["mean"] for _, found in points]
+    below = [mean - found[name]["ci95"][0] for mean, (_, found) in zip(means, points, strict=True)]
+    above = [found[name]["ci95"][1] - mean for mean, (_, found) in zip(means, points, strict=True)]
+    return means, [below, above]
+
+
 def cost_plot(figures: dict, path: Path) -> None:
     with plt.rc_context(STYLE):
         figure, axes = plt.subplots(figsize=(7.2, 4.2))
         for key, points in series_of(figures["policies"]).items():
-            x = [found["ratings_per_validated_pair"]["mean"] for _, found in points]
-            y = [found["label_accuracy"]["mean"] for _, found in points]
-            xerr = [
-                [m - f["ratings_per_validated_pair"]["ci95"][0] for m, (_, f) in zip(x, points, strict=True)],
-                [f["ratings_per_validated_pair"]["ci95"][1] - m for m, (_, f) in zip(x, points, strict=True)],
-            ]
-            yerr = [[m - f["label_accuracy"]["ci95"][0] for m, (_, f) in zip(y, points, strict=True)],
-                    [f["label_accuracy"]["ci95"][1] - m for m, (_, f) in zip(y, points, strict=True)]]  # fmt: skip
+            x, xerr = means_and_errors(points, "ratings_per_validated_pair")
+            y, yerr = means_and_errors(points, "label_accuracy")
             colour = COLOURS.get(key, "#9467bd")
             axes.errorbar(x, y, xerr=xerr, yerr=yerr, fmt=MARKERS.get(key, "D"), linestyle="-", color=colour,
                           capsize=3, elinewidth=0.8, alpha=0.9, label=key)  # fmt: skip

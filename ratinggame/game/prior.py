@@ -8,6 +8,7 @@ prior before it: a pair it ranks then is ranked again by the next refit (``label
 ``check_aggregates`` in that window may name it as drifted (``--repair`` sets it right)."""
 
 import time
+from datetime import datetime
 
 from django.conf import settings
 from django.utils import timezone
@@ -27,7 +28,9 @@ def level_prior() -> tuple[float, ...] | None:
     return _memo["shares"]
 
 
-def level_prior_store(shares: tuple[float, ...], pairs: int, ratings_through: int, now=None) -> LevelPrior:
+def level_prior_store(
+    shares: tuple[float, ...], pairs: int, ratings_through: int, now: datetime | None = None
+) -> LevelPrior:
     stored = LevelPrior.objects.create(
         fitted_at=now or timezone.now(), shares=list(shares), pairs=pairs, ratings_through=ratings_through
     )

@@ -75,10 +75,11 @@ def counted(call) -> tuple[dict, int]:
     return answer.json(), sent(captured)
 
 
-def test_a_game_rating_in_one_request_costs_at_most_the_documented_statements(client):
+def one_request_costs(client, values) -> list[int]:
+    """The statements of each rating in ``values``, one request each (``"next": true``)."""
     served = client.post("/api/game/next", format="json").json()
     costs = []
-    for value in (1, 4, 5):
+    for value in values:
         answer, cost = counted(
             lambda value=value, served=served: client.post(
                 "/api/game/submit",
@@ -88,6 +89,11 @@ def test_a_game_rating_in_one_request_costs_at_most_the_documented_statements(cl
         )
         served = answer["next"]
         costs.append(cost)
+    return costs
+
+
+def test_a_game_rating_in_one_request_costs_at_most_the_documented_statements(client):
+    costs = one_request_costs(client, (1, 4, 5))
     assert len(set(costs)) == 1, costs  # the same every time: nothing sampled, nothing swept on the way
     assert costs[0] <= ONE_REQUEST[connection.vendor], costs
     assert_pairs_consistent()
@@ -144,20 +150,7 @@ def test_a_control_pair_costs_the_statements_of_a_game_pair_to_rate(settings):
     def rating_costs(control_every: int) -> list[int]:
         cache.clear()
         settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 0, "CONTROL_EVERY": control_every}
-        client = token_client(rater(RaterState.GAME, window_count=20, window_points=40))
-        served = client.post("/api/game/next", format="json").json()
-        costs = []
-        for value in (3, 2, 4):
-            answer, cost = counted(
-                lambda value=value, served=served: client.post(
-                    "/api/game/submit",
-                    {"assignment_id": served["assignment_id"], "value": value, "next": True},
-                    format="json",
-                )
-            )
-            served = answer["next"]
-            costs.append(cost)
-        return costs
+        return one_request_costs(token_client(rater(RaterState.GAME, window_count=20, window_points=40)), (3, 2, 4))
 
     game_pairs(10, primes=[3.0, 4.0])
     game = rating_costs(0)
