@@ -17,6 +17,7 @@ urlpatterns = [
     path("study/enter/", study_views.enter, name="study_enter"),
     path("study/complete/", study_views.complete, name="study_complete"),
     # Before the rest of /research/ (scoring's).
+    path("research/study/", study_views.settings_page, name="study_settings"),
     path("research/pay/", study_views.pay_page, name="pay_report"),
     path("research/pay/bonus/", bonus_views.bonus_draft, name="bonus_draft"),
     path("research/pay/bonus/<int:batch_id>/", bonus_views.bonus_batch, name="bonus_batch"),

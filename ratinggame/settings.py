@@ -333,8 +333,8 @@ if RATINGGAME["STUDY_TARGET_PAIRS"] < 0:
     raise ImproperlyConfigured("RATINGGAME_STUDY_TARGET_PAIRS must be 0 (every game pair) or a number of pairs.")
 
 # --- Running a study (SPEC 7): what raters are told, entry links, the session quota, pay ---------
-# Read only through annotators.study.settings (typed, with the rules that use them); staff see them
-# on /staff/study/. docs/researchers/prolific.md explains each one.
+# Read only through annotators.study.settings (typed, with the rules that use them); researchers see them
+# on /research/study/. docs/researchers/prolific.md explains each one.
 RATINGGAME_STUDY = {
     "TITLE": env_str("RATINGGAME_STUDY_TITLE", "Rate how well captions describe images"),
     # Who runs the study and how to reach them (the consent page names them). Set both in production.

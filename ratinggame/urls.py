@@ -1,6 +1,7 @@
 from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path, register_converter
+from django.views.generic import RedirectView
 
 from ratinggame import health, import_views, login_throttle, play, report_views, views
 from ratinggame.pairs import media
@@ -36,6 +37,7 @@ urlpatterns = [
     path("play/feedback/<int:assignment_id>/dispute/", views.dispute, name="dispute"),
     path("play/report/", report_views.report, name="pair_report"),
     path("play/skip/", views.skip, name="pair_skip"),
+    path("play/finish/", views.session_finish, name="session_finish"),
     path("me/delete/", views.data_delete, name="data_delete"),
     # The log-in doors go through the log-in limiter (before the routes they shadow).
     path("accounts/login/", login_throttle.ThrottledLoginView.as_view(), name="login"),
@@ -50,6 +52,8 @@ urlpatterns = [
     # Staff pages of the game (before the rest of /staff/, which belongs to annotators.staff).
     path("staff/reports/", report_views.queue, name="pair_reports"),
     path("staff/reports/<int:pair_id>/resolve/", report_views.resolve, name="pair_reports_resolve"),
+    # The study settings moved to the research pages (researchers run the study); old links follow.
+    path("staff/study/", RedirectView.as_view(pattern_name="annotators:study_settings", permanent=True)),
     path("staff/", include("annotators.staff.urls")),
     path("healthz", health.healthz, name="healthz"),
     # Pair images, in production too (ratinggame.pairs.media); only images, never exports.

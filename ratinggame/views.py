@@ -74,7 +74,7 @@ def rate(request: HttpRequest, stage: str, assignment_id: int | None = None) -> 
     except game.RatingRejected as rejected:
         return rejected_response(request, rejected)
     if served is None:
-        return render(request, "ratinggame/no_pairs.html", guide_context(request.user))
+        return render(request, "ratinggame/no_pairs.html", {**guide_context(request.user), "session": session})
     if assignment_id is not None and served.assignment_id != assignment_id:
         return redirect("rate_pair", stage=served.stage, assignment_id=served.assignment_id)
     refused, _ = drafts.draft_take(request, drafts.RATING, assignment_id=served.assignment_id)
@@ -90,6 +90,23 @@ def rate(request: HttpRequest, stage: str, assignment_id: int | None = None) -> 
         report=report,
         session=session.progress if session is not None else None,
     )
+
+
+@login_required
+@require_POST
+def session_finish(request: HttpRequest) -> HttpResponse:
+    """A study participant who finds nothing left to rate ends their session here (the completion
+    page follows); a pair that has come free since is shown instead."""
+    if gate := step_gate(request.user, PLAYING_STEPS):
+        return gate
+    try:
+        served = game.session_finish(rater=request.user)
+    except game.RatingRejected as rejected:
+        return rejected_response(request, rejected)
+    if served is not None:
+        messages.info(request, "A pair has come free to rate: your session goes on.")
+        return redirect("rate_pair", stage=served.stage, assignment_id=served.assignment_id)
+    return redirect("annotators:study_complete")
 
 
 def _rate_submit(request: HttpRequest, stage: str) -> HttpResponse:

@@ -3,7 +3,6 @@
 from django.urls import path
 
 from annotators.staff import views
-from annotators.study import views as study_views
 
 app_name = "staff"
 
@@ -15,6 +14,5 @@ urlpatterns = [
     path("raters/<int:profile_id>/probation/", views.rater_action, {"action": "probation"}, name="rater_probation"),
     path("disputes/", views.dispute_queue, name="disputes"),
     path("disputes/<int:dispute_id>/resolve/", views.dispute_resolve, name="dispute_resolve"),
-    path("study/", study_views.settings_page, name="study"),
     path("competency/refresh/", views.competency_refresh, name="competency_refresh"),
 ]

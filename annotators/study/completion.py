@@ -32,6 +32,10 @@ ACTION_WORDS = {
     SessionOutcome.COMPLETED: "Session complete: {ratings} counted game rating(s), {minutes:.1f} active minute(s).",
     SessionOutcome.SCREENED_OUT: "Screened out after failing {rounds} probation round(s); paid for the time given.",
 }
+NOTHING_LEFT_WORDS = (
+    "Session complete before its quota: no pair was left to rate; {ratings} counted game rating(s), "
+    "{minutes:.1f} active minute(s). Paid for the time given."
+)
 AFTER_GAME_WORDS = (
     "Session complete after failing {rounds} probation round(s), sent back after entering the game: never "
     "screened out once in the game (Prolific screens only at a study's start); paid for the time given. "
@@ -182,7 +186,17 @@ def session_of(*, user: AbstractBaseUser, now: datetime) -> Session | None:
     return session
 
 
-def _outcome_record(session: Session, outcome: str, *, now: datetime, after_game: bool) -> None:
+def session_end_nothing_left(session: Session, *, now: datetime) -> None:
+    """End an open session with the completion code, at the participant's request, when no pair is
+    left for them to rate (the caller has just found none): they gave their time, and waiting on
+    an empty pool has no end. The staff action log says the quota was not reached."""
+    if not session.ended:
+        _outcome_record(session, SessionOutcome.COMPLETED, now=now, after_game=False, words=NOTHING_LEFT_WORDS)
+
+
+def _outcome_record(
+    session: Session, outcome: str, *, now: datetime, after_game: bool, words: str | None = None
+) -> None:
     participation = session.participation
     with transaction.atomic():
         recorded = Participation.objects.filter(pk=participation.pk, outcome="").update(
@@ -190,7 +204,7 @@ def _outcome_record(session: Session, outcome: str, *, now: datetime, after_game
         )
         if recorded:
             profile = participation.profile
-            words = AFTER_GAME_WORDS if after_game else ACTION_WORDS[outcome]
+            words = words or (AFTER_GAME_WORDS if after_game else ACTION_WORDS[outcome])
             RaterAction.objects.create(
                 rater=profile,
                 actor=None,

@@ -9,7 +9,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from annotators.models import BonusBatch, Participation
-from annotators.roles import researcher_required, staff_required
+from annotators.roles import researcher_required
 from annotators.study import services
 from annotators.study.completion import completion_code, may_rate_on, session_end_check
 from annotators.study.entry import EntryRefused, entry_link, return_url
@@ -79,9 +79,11 @@ def complete(request: HttpRequest) -> HttpResponse:
     return render(request, "annotators/study/complete.html", context)
 
 
-@staff_required
+@researcher_required
+@require_GET
 def settings_page(request: HttpRequest) -> HttpResponse:
-    return render(request, "annotators/study/settings.html", {"rows": study().rows(), "current": "study"})
+    """The study's settings, read only: the researcher who runs the study checks them here."""
+    return render(request, "annotators/study/settings.html", {"rows": study().rows()})
 
 
 @researcher_required

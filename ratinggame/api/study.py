@@ -1,5 +1,6 @@
 """The study over JSON (SPEC 7): a participant's session (``GET study/session``: ended or not, the
-code and the way back to their platform) and, for researchers' scripts, the pay report
+code and the way back to their platform; ``POST study/session/finish``: end it when nothing is left
+to rate) and, for researchers' scripts, the pay report
 (``annotators.study.report``): ``GET study/pay?start=YYYY-MM-DD&end=YYYY-MM-DD`` as JSON, or
 ``&download=prolific`` / ``csv`` for the report's files."""
 
@@ -20,7 +21,8 @@ from annotators.study.entry import return_url
 from annotators.study.pay_files import FILES
 from annotators.study.report import PayPeriodError, pay_period, pay_report
 from annotators.study.settings import study
-from ratinggame.api.errors import ErrorSerializer
+from ratinggame import game
+from ratinggame.api.errors import ErrorSerializer, error_response
 from ratinggame.api.permissions import IsAnnotator, IsResearcher
 
 TAG = "study"
@@ -144,14 +146,36 @@ class SessionView(APIView):
 
     @extend_schema(tags=[TAG], responses={200: SessionSerializer, 401: ErrorSerializer, 403: ErrorSerializer})
     def get(self, request: Request) -> Response:
-        participation = session_end_check(user=request.user, now=timezone.now())
-        rules = study()
-        code = completion_code(participation, rules) if participation is not None else ""
-        body = {
-            "participant": Participation.objects.filter(profile__user=request.user).exists(),
-            "outcome": participation.outcome if participation is not None else "",
-            "code": code,
-            "return_url": return_url(participation, code, rules) if code else "",
-            "may_rate_on": may_rate_on(participation, rules),
-        }
-        return Response(SessionSerializer(body).data)
+        return Response(SessionSerializer(_session_body(request.user)).data)
+
+
+class SessionFinishView(APIView):
+    """End the caller's session with the completion code when no pair is left for them (``next``
+    answered ``none_left``): paid for their time. A pair that has come free since stays open for
+    them instead (409 ``pair_open``; ``POST game/next`` gives it), and the session goes on."""
+
+    permission_classes = [IsAnnotator]
+
+    @extend_schema(
+        tags=[TAG],
+        request=None,
+        responses={200: SessionSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 409: ErrorSerializer},
+    )
+    def post(self, request: Request) -> Response:
+        if game.session_finish(rater=request.user) is not None:
+            message = "A pair has come free to rate: POST /api/game/next gives it, and the session goes on."
+            return error_response("pair_open", message, 409)
+        return Response(SessionSerializer(_session_body(request.user)).data)
+
+
+def _session_body(user) -> dict:
+    participation = session_end_check(user=user, now=timezone.now())
+    rules = study()
+    code = completion_code(participation, rules) if participation is not None else ""
+    return {
+        "participant": Participation.objects.filter(profile__user=user).exists(),
+        "outcome": participation.outcome if participation is not None else "",
+        "code": code,
+        "return_url": return_url(participation, code, rules) if code else "",
+        "may_rate_on": may_rate_on(participation, rules),
+    }

@@ -50,6 +50,7 @@ urlpatterns = [
     path("progress/", progress.ProgressView.as_view(), name="api_progress"),
     path("study/pay", study.PayReportView.as_view(), name="api_pay_report"),
     path("study/session", study.SessionView.as_view(), name="api_study_session"),
+    path("study/session/finish", study.SessionFinishView.as_view(), name="api_study_session_finish"),
     # Rater statistics and actions (admins).
     path("admin/raters/", raters.RaterList.as_view(), name="api_raters"),
     path("admin/raters/<int:profile_id>/", raters.RaterDetail.as_view(), name="api_rater"),

@@ -7,6 +7,7 @@ in ``aggregates``; reports of a problem in ``reports``; "delete my data" in ``wi
 next image to fetch ahead in ``prefetch``.
 """
 
+from ratinggame.game.finish import session_finish
 from ratinggame.game.rating import Feedback, RatingRejected, Served, feedback_for, pair_serve, rating_submit
 from ratinggame.game.results import SAME_PAIR_AGAIN, SESSION_ENDED
 from ratinggame.game.skips import Skipped, pair_skip
@@ -22,4 +23,5 @@ __all__ = [
     "pair_serve",
     "pair_skip",
     "rating_submit",
+    "session_finish",
 ]

@@ -79,6 +79,7 @@ GET_TABLE = {
     "play/feedback/<int:assignment_id>/dispute/": (LOGIN, 405, 405, 405),
     "play/report/": (LOGIN, 405, 405, 405),
     "play/skip/": (LOGIN, 405, 405, 405),
+    "play/finish/": (LOGIN, 405, 405, 405),  # POST only: a participant ends a session with nothing left
     # --- Accounts (Django's views; the log-in page is behind the log-in limiter).
     "accounts/login/": PUBLIC,
     "accounts/logout/": (405, 405, 405, 405),
@@ -100,7 +101,8 @@ GET_TABLE = {
     # sends anyone whose session has not ended (here: nobody came through a link) to the journey.
     "study/enter/": PUBLIC,
     "study/complete/": (LOGIN, REDIRECT, REDIRECT, REDIRECT),
-    "staff/study/": STAFF_PAGE,
+    "staff/study/": (301, 301, 301, 301),  # moved to research/study/: old links follow
+    "research/study/": RESEARCH_PAGE,
     "research/import/": RESEARCH_PAGE,
     "research/import/<int:import_id>/": RESEARCH_PAGE,
     "research/import/<int:import_id>/status/": RESEARCH_PAGE,
@@ -146,6 +148,7 @@ GET_TABLE = {
     "api/progress/": API_RESEARCH,
     "api/study/pay": (401, 403, 400, 400),  # no period given: 400 for those who may ask
     "api/study/session": API_GAME,
+    "api/study/session/finish": API_GAME_WRITE_ONLY,
     "api/admin/raters/": API_ADMIN,
     "api/admin/raters/<int:profile_id>/": API_ADMIN,
     "api/admin/raters/<int:profile_id>/suspend": API_ADMIN_WRITE_ONLY,

@@ -69,7 +69,7 @@ def staff_urls_all(rater, dispute) -> list[str]:
 
 
 def test_the_url_list_covers_every_pattern(rater, dispute):
-    assert len(staff_urls_all(rater, dispute)) == len(staff_urls.urlpatterns) == 9
+    assert len(staff_urls_all(rater, dispute)) == len(staff_urls.urlpatterns) == 8
 
 
 def test_anonymous_is_sent_to_log_in_on_every_staff_url(client, rater, dispute):

@@ -90,19 +90,28 @@ def test_with_open_sign_up_off_the_sign_up_page_sends_people_to_their_platform_l
     assert not get_user_model().objects.exists()
 
 
-def test_staff_see_every_setting_read_only_and_others_do_not(client, described, settings):
+def test_researchers_and_staff_see_every_setting_read_only_and_annotators_do_not(client, described, settings):
     settings.RATINGGAME_STUDY = {
         **settings.RATINGGAME_STUDY,
         "PAY_HOURLY": Decimal("9.00"),
         "COMPLETION_CODE": "C1A2B3",
     }
-    client.force_login(researcher())
-    assert client.get(reverse("staff:study")).status_code == 403
-    client.force_login(admin())
-    page = client.get(reverse("staff:study")).content.decode()
-    for words in ("Caption quality for blind readers", "9.00", "C1A2B3", "Session quota: counted game ratings", "100"):
-        assert words in page
-    assert "<form" not in page.split('id="settings-heading"')[1]
+    client.force_login(annotator())
+    assert client.get(reverse("annotators:study_settings")).status_code == 403
+    for user in (researcher(), admin()):
+        client.force_login(user)
+        page = client.get(reverse("annotators:study_settings")).content.decode()
+        for words in (
+            "Caption quality for blind readers",
+            "9.00",
+            "C1A2B3",
+            "Session quota: counted game ratings",
+            "100",
+        ):
+            assert words in page
+        assert "<form" not in page.split('id="settings-heading"')[1]
+    # A staff member's old bookmark follows the page to its new address.
+    assert client.get("/staff/study/").headers["Location"] == reverse("annotators:study_settings")
 
 
 def test_money_and_dates_from_the_environment_are_checked(monkeypatch):
