@@ -444,7 +444,7 @@ def test_every_feedback_shows_its_verdict_and_the_pair_rated_or_says_there_is_mo
     the tutorial, probation, game and control pairs, right, one off and far off, in place and as a
     page (opened again): the verdict and the explanation are in view or "More below" brings them, and
     the page shows the pair rated (its picture and a 30-word caption) without scrolling."""
-    settings.RATINGGAME = {**settings.RATINGGAME, "CONTROL_EVERY": 2}
+    settings.RATINGGAME = {**settings.RATINGGAME, "CONTROL_EVERY": 2, "MIN_SECONDS_PER_RATING": 0.2}
     raters = _feedback_world()
     problems, met = [], set()
     with chromium(chromium_path) as browser:

@@ -15,18 +15,17 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from PIL import Image
 
-torch = pytest.importorskip("torch", reason="torch is not installed (model priming runs on worker machines)")
-open_clip = pytest.importorskip("open_clip", reason="open_clip is not installed (model priming runs on workers)")
+from scoring.priming.clip_checkpoints import load_scorer
+from scoring.priming.clip_scorer import encode_text_trimmed
+from scoring.priming.clipscore import clip_s, ref_clip_s
+from scoring.priming.scorer import ScorerLoadError
+from tests.scoring.priming.modules import needs_module
+from tests.scoring.priming.tiny_clip import embedded
 
-from PIL import Image  # noqa: E402
-from safetensors.torch import save_file  # noqa: E402
-
-from scoring.priming.clip_checkpoints import load_scorer  # noqa: E402
-from scoring.priming.clip_scorer import encode_text_trimmed  # noqa: E402
-from scoring.priming.clipscore import clip_s, ref_clip_s  # noqa: E402
-from scoring.priming.scorer import ScorerLoadError  # noqa: E402
-from tests.scoring.priming.tiny_clip import embedded  # noqa: E402
+torch = needs_module("torch", reason="torch is not installed (model priming runs on worker machines)")
+open_clip = needs_module("open_clip", reason="open_clip is not installed (model priming runs on workers)")
 
 TINY = "ratinggame-tiny-clip"
 TINY_CFG = {
@@ -53,6 +52,8 @@ def _isolated_media():
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
+    from safetensors.torch import save_file
+
     root = tmp_path_factory.mktemp("tiny_clip")
     for name, cfg in ((TINY, TINY_CFG), (OTHER, OTHER_CFG)):
         (root / f"{name}.json").write_text(json.dumps(cfg))

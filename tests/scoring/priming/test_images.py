@@ -11,15 +11,15 @@ import io
 
 import numpy as np
 import pytest
+from PIL import Image
 
-torch = pytest.importorskip("torch", reason="torch is not installed (model priming runs on worker machines)")
-open_clip = pytest.importorskip("open_clip", reason="open_clip is not installed (model priming runs on workers)")
+from scoring.pictures import StoredImage
+from scoring.priming.clip_scorer import ClipScorer
+from scoring.priming.images import device_decodable
+from tests.scoring.priming.modules import needs_module
 
-from PIL import Image  # noqa: E402
-
-from scoring.pictures import StoredImage  # noqa: E402
-from scoring.priming.clip_scorer import ClipScorer  # noqa: E402
-from scoring.priming.images import device_decodable  # noqa: E402
+torch = needs_module("torch", reason="torch is not installed (model priming runs on worker machines)")
+open_clip = needs_module("open_clip", reason="open_clip is not installed (model priming runs on workers)")
 
 # The agreement goal for embeddings of one image through the two paths.
 MIN_COSINE = 0.999

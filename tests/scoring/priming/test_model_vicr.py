@@ -5,14 +5,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-pytest.importorskip("torch", reason="torch is not installed (the predictor trains on workers)")
-
 from scipy.stats import kendalltau
 
 from scoring.models import PredictorRun
 from scoring.priming.model_vicr_training import Dataset, tau_method_a, train_and_record
 from scoring.splits import TEST, TRAIN, split_for_image
+from tests.scoring.priming.modules import needs_module
+
+needs_module("torch", reason="torch is not installed (the predictor trains on workers)")
 
 FAST = {"max_epochs": 150, "patience": 20, "dropout": 0.1}
 

@@ -14,8 +14,6 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-pytest.importorskip("open_clip", reason="open_clip is not installed (model priming runs on workers)")
-
 from annotators.models import RaterState
 from ratinggame.models import CaptionPair, Pool, PrimingStatus
 from scoring.models import Calibration, ModelRating
@@ -23,7 +21,10 @@ from scoring.priming import runner as prime_runner
 from scoring.priming.configuration import PrimingModels, loaded_models_clear
 from scoring.tasks import prime_pairs, sweep_pending_priming
 from tests.ratinggame.journey_helpers import Clock, rate_next, rater
+from tests.scoring.priming.modules import needs_module
 from tests.scoring.priming.priming_helpers import hand_default, make_pairs, prime_counts, primes_of
+
+needs_module("open_clip", reason="open_clip is not installed (model priming runs on workers)")
 
 pytestmark = pytest.mark.django_db
 

@@ -7,8 +7,6 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-pytest.importorskip("open_clip", reason="open_clip is not installed (model priming runs on workers)")
-
 from ratinggame.models import CaptionPair, PrimingStatus
 from scoring.models import Calibration, ModelRating
 from scoring.pictures import image_loader
@@ -16,8 +14,11 @@ from scoring.priming import runner as prime_runner
 from scoring.priming.clip_metrics import clip_identity
 from scoring.priming.configuration import PrimingModels, loaded_models_clear
 from scoring.tasks import prime_pairs
+from tests.scoring.priming.modules import needs_module
 from tests.scoring.priming.priming_helpers import hand_default, make_pairs, primes_of
 from tests.scoring.priming.tiny_clip import embedded
+
+needs_module("open_clip", reason="open_clip is not installed (model priming runs on workers)")
 
 pytestmark = pytest.mark.django_db
 

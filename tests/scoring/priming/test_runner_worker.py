@@ -11,15 +11,16 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-pytest.importorskip("open_clip", reason="open_clip is not installed (model priming runs on workers)")
-
 from ratinggame.models import CaptionPair, PrimingStatus
 from scoring.models import ModelRating
 from scoring.priming import runner as prime_runner
 from scoring.tasks import prime_pairs, sweep_pending_priming
 from tests.celery_broker import celery_sending_to
 from tests.live_process import QUIET_WORKER, celery_start, process_group_stop
+from tests.scoring.priming.modules import needs_module
 from tests.scoring.priming.priming_helpers import make_pairs, prime_counts
+
+needs_module("open_clip", reason="open_clip is not installed (model priming runs on workers)")
 
 pytestmark = pytest.mark.django_db
 

@@ -4,12 +4,13 @@ their stored images embedded by the configured priming model (VICR paper section
 import pytest
 from django.core.management import CommandError, call_command
 
-pytest.importorskip("open_clip", reason="open_clip is not installed (the predictor trains on workers)")
-
 from ratinggame.models import Pool
 from scoring.models import PredictorRun
 from scoring.splits import TEST, TRAIN, VAL, split_for_image
 from tests.factories import CaptionPairFactory, ImageFactory, UserFactory, rating_record
+from tests.scoring.priming.modules import needs_module
+
+needs_module("open_clip", reason="open_clip is not installed (the predictor trains on workers)")
 
 pytestmark = pytest.mark.django_db
 
