@@ -24,13 +24,19 @@ known to about ±0.014; 2,000 runs of one population took 24 minutes on the 2-co
 (``--populations`` and ``--sizes`` run part of it, each part with the seeds it has in the whole run).
 
     .venv/bin/python bench/bench_agreement.py --coverage [--runs 1000] [--resamples 1000]
-        [--populations vicr,noisier] [--sizes 60,249,2000]
+        [--populations vicr,noisier] [--sizes 60,249,2000] [--json]
+
+With ``--json`` the coverage run ends with one JSON line: per population, each statistic's covered
+count per size, the runs, the goal, the command and the date (``bench/figures/coverage.json`` is one,
+which ``bench/plots.py`` draws as coverage against sample size).
 """
 
 import argparse
+import json
 import os
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -138,6 +144,7 @@ def coverage(options) -> None:
         f"{options.resamples} resamples, population values from {options.population:,} pairs; goal {GOAL[0]}-{GOAL[1]}"
     )
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    found = {}
     for number, (key, (label, noise)) in enumerate(POPULATIONS.items()):
         if key not in options.populations:
             continue  # its seeds stay its own: a population run alone gives what the whole run gives
@@ -159,7 +166,13 @@ def coverage(options) -> None:
                 low, high, met = verdict(counts[n], options.runs)
                 cells += f"{counts[n] / options.runs:>8.3f} [{low:.3f}, {high:.3f}] {met:<7}"
             print(f"{name:28} {truth[name]:>10.2f}{cells}")
+        found[label] = {name: {str(n): counts[n] for n in options.sizes} for name, counts in covered.items()}
     print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if options.json:
+        command = " ".join([".venv/bin/python", "bench/bench_agreement.py", *sys.argv[1:]])
+        figures = {"populations": found, "runs": options.runs, "goal": list(GOAL), "method": options.method}
+        when = datetime.now(UTC).date().isoformat()
+        print(json.dumps({**figures, "command": command, "date": when, "load": os.getloadavg()}))
 
 
 def statistics_block(pairs: list[list[int]], options) -> dict:
@@ -200,6 +213,7 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--coverage", action="store_true", help="the intervals' coverage instead of wall times")
+    parser.add_argument("--json", action="store_true", help="end the coverage run with its counts as one JSON line")
     parser.add_argument("--runs", type=int, default=1000, help="simulated samples per size (--coverage)")
     parser.add_argument("--population", type=int, default=2_000_000, help="pairs of the population values (--coverage)")
     parser.add_argument("--method", default=bootstrap.METHOD, choices=bootstrap.METHODS, help="interval (--coverage)")

@@ -24,10 +24,15 @@ and the load average (1, 5, 15 min) when the run ended.
 
     .venv/bin/python bench/bench_crowd.py [--setups sqlite,pg] [--sqlite-raters 30] [--pg-raters 50]
         [--pg postgres://postgres@127.0.0.1:5432] [--db bench_crowd] [--pairs-per-rater 10]
-        [--workers 4] [--seed 0] [--runs 1]
+        [--workers 4] [--seed 0] [--runs 1] [--json]
+
+With ``--json`` the last line is one JSON object: ``{"runs": [{"setup", "raters", "ratings_per_s",
+"serve_p50_ms", ...}], "command", "date", "load"}`` (``bench/figures/crowd.json`` is one, which
+``bench/plots.py`` draws as ratings/s against raters for each setup).
 """
 
 import argparse
+import json
 import logging
 import os
 import re
@@ -36,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 
 # bench/helpers.py, beside this script
@@ -157,6 +163,21 @@ def pg_run(args, raters: int) -> dict:
             database_drop(db_url)
 
 
+def figures_of(setup: str, raters: int, report: dict) -> dict:
+    """One run's figures, as ``--json`` keeps them."""
+    return {
+        "setup": setup,
+        "raters": raters,
+        "ratings_acknowledged": report["ratings_acknowledged"],
+        "ratings_stored": report["ratings_stored"],
+        "server_errors": sum(server_errors(report).values()),
+        "other_errors": report["errors_total"] - sum(server_errors(report).values()),
+        "ratings_per_s": report["throughput_ratings_per_s"],
+        "serve_p50_ms": report["latency"]["serve"]["p50_ms"],
+        "submit_p50_ms": report["latency"]["submit"]["p50_ms"],
+    }
+
+
 def print_row(setup: str, raters: int, report: dict) -> None:
     fives = server_errors(report)
     by_status = " ".join(f"{status}:{count}" for status, count in sorted(fives.items())) or "-"
@@ -188,6 +209,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep", action="store_true", help="keep the PostgreSQL databases")
     parser.add_argument("--runs", type=int, default=1, help="runs of each setup and size (bursts)")
+    parser.add_argument("--json", action="store_true", help="end with the runs' figures as one JSON line")
     args = parser.parse_args()
     logging.getLogger("httpx").setLevel(logging.WARNING)
 
@@ -201,11 +223,18 @@ def main() -> None:
         f"{'other':>6} {'play s':>7} {'ratings/s':>9} {'serve p50':>9} {'serve p99':>9} {'submit p50':>10} "
         f"{'submit p99':>10}  load average (1 5 15 min) at the end; latencies in ms"
     )
+    figures = []
     for setup in args.setups.split(","):
         run, sizes, name = runs[setup]
         for raters in (int(n) for n in sizes.split(",")):
             for _ in range(args.runs):
-                print_row(name, raters, run(args, raters))
+                report = run(args, raters)
+                print_row(name, raters, report)
+                figures.append(figures_of(name, raters, report))
+    if args.json:
+        command = " ".join([".venv/bin/python", "bench/bench_crowd.py", *sys.argv[1:]])
+        when = datetime.now(UTC).date().isoformat()
+        print(json.dumps({"runs": figures, "command": command, "date": when, "load": os.getloadavg()}))
 
 
 if __name__ == "__main__":

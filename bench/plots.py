@@ -7,6 +7,12 @@
   assignment policy's ratings per validated pair against its label accuracy, with their 95%
   intervals over seeds, and VICR's 4.36 ratings per pair: where a policy lies on the trade-off
   between what a validated pair costs and how often its label is the truth.
+- ``bench-crowd.svg`` from ``bench/figures/crowd.json`` (``bench_crowd.py --json``): ratings/s
+  against the number of raters playing at once, for each way the site is served, and the serve's
+  median latency: where adding raters stops adding ratings.
+- ``bench-coverage.svg`` from ``bench/figures/coverage.json`` (``bench_agreement.py --coverage
+  --json``): how often each statistic's 95% interval covers the population value, against the
+  sample's size, with the goal's band: whether an interval stays honest on a small study.
 
 The SVG carries no date and fixed element ids (matplotlib's ``svg.hashsalt``): drawn again from the
 same figures it is the same file, which ``tests/docs/test_plots.py`` checks.
@@ -17,6 +23,7 @@ import json
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+from matplotlib.ticker import NullLocator
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = ROOT / "bench" / "figures"
@@ -73,7 +80,67 @@ def cost_plot(figures: dict, path: Path) -> None:
         plt.close(figure)
 
 
-PLOTS = {"bench-cost.svg": ("cost.json", cost_plot)}
+def crowd_plot(figures: dict, path: Path) -> None:
+    by_setup: dict[str, dict[int, list[dict]]] = {}
+    for run in figures["runs"]:
+        by_setup.setdefault(run["setup"], {}).setdefault(run["raters"], []).append(run)
+    with plt.rc_context(STYLE):
+        figure, (rate_axes, latency_axes) = plt.subplots(1, 2, figsize=(7.2, 3.6))
+        for (setup, sizes), colour in zip(sorted(by_setup.items()), ("#1f77b4", "#ff7f0e", "#2ca02c"), strict=False):
+            raters = sorted(sizes)
+            # The mean of a size's runs (bursts), when a size was run more than once.
+            rates = [sum(r["ratings_per_s"] for r in sizes[n]) / len(sizes[n]) for n in raters]
+            serves = [sum(r["serve_p50_ms"] for r in sizes[n]) / len(sizes[n]) for n in raters]
+            rate_axes.plot(raters, rates, marker="o", color=colour, label=setup)
+            latency_axes.plot(raters, serves, marker="o", color=colour, label=setup)
+        rate_axes.set_xlabel("raters playing at once")
+        rate_axes.set_ylabel("ratings per second")
+        rate_axes.set_ylim(bottom=0)
+        latency_axes.set_xlabel("raters playing at once")
+        latency_axes.set_ylabel("serve, median latency (ms)")
+        latency_axes.set_ylim(bottom=0)
+        for axes in (rate_axes, latency_axes):
+            axes.grid(alpha=0.3)
+        rate_axes.legend(fontsize=8, loc="lower right")
+        figure.suptitle("Ratings per second and the serve's latency as the crowd grows (delay 0)", fontsize=10)
+        figure.tight_layout()
+        figure.savefig(path, format="svg", metadata={"Date": None})
+        plt.close(figure)
+
+
+def coverage_plot(figures: dict, path: Path) -> None:
+    runs, (low, high) = figures["runs"], figures["goal"]
+    populations = figures["populations"]
+    with plt.rc_context(STYLE):
+        figure, panels = plt.subplots(1, len(populations), figsize=(7.2, 3.8), sharey=True, squeeze=False)
+        for axes, (label, statistics) in zip(panels[0], populations.items(), strict=True):
+            axes.axhspan(low, high, color="#2ca02c", alpha=0.12, label=f"goal {low}-{high}")
+            axes.axhline(0.95, color="#2ca02c", linewidth=0.8)
+            for name, counts in statistics.items():
+                sizes = sorted(counts, key=int)
+                axes.plot([int(n) for n in sizes], [counts[n] / runs for n in sizes], marker=".", linewidth=0.8,
+                          alpha=0.75, label=name)  # fmt: skip
+            axes.set_xscale("log")
+            sizes = sorted({int(n) for counts in statistics.values() for n in counts})
+            axes.set_xticks(sizes, [str(n) for n in sizes])
+            axes.xaxis.set_minor_locator(NullLocator())
+            axes.set_xlabel("pairs in the sample")
+            axes.set_title(label, fontsize=9)
+            axes.grid(alpha=0.3)
+        panels[0][0].set_ylabel(f"share of {runs} samples covered")
+        handles, names = panels[0][0].get_legend_handles_labels()
+        figure.legend(handles, names, fontsize=6, loc="lower center", ncol=5, frameon=False)
+        figure.suptitle("Coverage of the 95% intervals against the sample's size", fontsize=10)
+        figure.tight_layout(rect=(0, 0.2, 1, 1))
+        figure.savefig(path, format="svg", metadata={"Date": None})
+        plt.close(figure)
+
+
+PLOTS = {
+    "bench-cost.svg": ("cost.json", cost_plot),
+    "bench-crowd.svg": ("crowd.json", crowd_plot),
+    "bench-coverage.svg": ("coverage.json", coverage_plot),
+}
 
 
 def plots_draw(out: Path) -> list[Path]:

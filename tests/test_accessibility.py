@@ -70,7 +70,6 @@ def blocking_violations(page) -> list[str]:
 def test_no_serious_or_critical_violation_on_the_rater_staff_and_research_pages(
     live_server, chromium_path, world, size
 ):
-    profile_id = world["player"].rater.pk
     visits = [
         (
             None,
@@ -87,11 +86,9 @@ def test_no_serious_or_critical_violation_on_the_rater_staff_and_research_pages(
         (world["newcomer"], ["/play/consent/"]),
         (world["learner"], ["/play/introduction/", "/play/tutorial/"]),
         (world["player"], ["/play/game/", world["feedback"], "/me/", "/me/delete/", "/leaderboard/"]),
-        (
-            world["staff"],
-            ["/staff/", f"/staff/raters/{profile_id}/", "/staff/disputes/", "/staff/reports/"],
-        ),
-        (world["researcher"], ["/research/", "/research/import/", "/research/pay/", "/research/study/", "/staff/"]),
+        # The staff pages, the progress page and the import pages have their axe pass, at both sizes,
+        # over a fuller study in tests/test_research_and_staff_pages_browser.py.
+        (world["researcher"], ["/research/pay/", "/research/study/", "/staff/"]),
     ]
     problems = []
     with chromium(chromium_path) as browser:
