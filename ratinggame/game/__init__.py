@@ -4,7 +4,7 @@ The rating screens' services are in ``rating`` (re-exported below, with the neut
 ``skips``); which game pair a rater gets next in ``assignment``, which control pair in
 ``controls``; the journey's decisions applied in ``transitions``; a pair's consensus aggregates
 in ``aggregates``; reports of a problem in ``reports``; "delete my data" in ``withdrawal``; the
-next image to fetch ahead in ``prefetch``.
+next image to fetch ahead in ``prefetch``; a study participant's "finish my session" in ``finish``.
 """
 
 from ratinggame.game.finish import session_finish

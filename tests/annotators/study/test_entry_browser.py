@@ -5,10 +5,11 @@ the same link in a fresh browser resumes the same rater; another id is another r
 import re
 
 import pytest
+from django.utils import timezone
 
-from annotators.models import Participation, RaterAction
+from annotators.models import Participation, RaterAction, RaterProfile, RaterState
 from ratinggame.models import Pool, Rating
-from tests.browser import ARTIFACTS, LAUNCH_ARGS, photo_like_image
+from tests.browser import ARTIFACTS, LAUNCH_ARGS, SIZES, chromium, inside_viewport, photo_like_image, signed_in
 from tests.factories import CaptionPairFactory, TutorialPairFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -90,3 +91,37 @@ def test_a_prolific_link_to_the_completion_code(live_server, chromium_path, sett
     assert first.outcome == "completed"
     assert Rating.objects.filter(rater=first.profile.user, stage=Pool.GAME).count() == 2
     assert RaterAction.objects.filter(rater=first.profile, action="session_completed").count() == 1
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_a_participant_with_nothing_left_finishes_on_the_page_and_gets_the_code(
+    live_server, chromium_path, settings, monkeypatch, client, size
+):
+    """Issue 36: a participant who met an empty pool had no code and no way out. "Finish my session"
+    ends it; the completion page shows the code; Back and a reload do not start it again."""
+    from playwright.sync_api import expect
+
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 0, "CONTROL_EVERY": 0}
+    settings.RATINGGAME_STUDY = {**settings.RATINGGAME_STUDY, "QUOTA_RATINGS": 5, "COMPLETION_CODE": "CEMPTY42"}
+    client.get(LINK)
+    profile = RaterProfile.objects.get(participation__external_id=PID)
+    RaterProfile.objects.filter(pk=profile.pk).update(
+        consent_at=timezone.now(), state=RaterState.GAME, game_entered_at=timezone.now()
+    )
+    with chromium(chromium_path) as browser:
+        page = signed_in(browser, live_server, profile.user, **SIZES[size])
+        page.goto(f"{live_server.url}/play/game/")
+        expect(page.get_by_role("heading", level=1)).to_have_text("Nothing left to rate right now")
+        finish = page.get_by_role("button", name="Finish my session")
+        assert not inside_viewport(page, "#finish-session button")
+        page.screenshot(path=str(ARTIFACTS / f"nothing-left-{size}.png"))
+        finish.click()
+        expect(page).to_have_url(re.compile(r"/study/complete/$"))
+        expect(page.locator("#completion-code")).to_have_text("CEMPTY42")
+        page.screenshot(path=str(ARTIFACTS / f"nothing-left-complete-{size}.png"))
+        page.go_back()
+        page.reload()
+        expect(page).to_have_url(re.compile(r"/study/complete/$"))  # the ended session's page, again
+    assert Participation.objects.get().outcome == "completed"
+    assert RaterAction.objects.filter(action="session_completed").count() == 1
