@@ -165,13 +165,14 @@ def pg_run(args, raters: int) -> dict:
 
 def figures_of(setup: str, raters: int, report: dict) -> dict:
     """One run's figures, as ``--json`` keeps them."""
+    fives = sum(server_errors(report).values())
     return {
         "setup": setup,
         "raters": raters,
         "ratings_acknowledged": report["ratings_acknowledged"],
         "ratings_stored": report["ratings_stored"],
-        "server_errors": sum(server_errors(report).values()),
-        "other_errors": report["errors_total"] - sum(server_errors(report).values()),
+        "server_errors": fives,
+        "other_errors": report["errors_total"] - fives,
         "ratings_per_s": report["throughput_ratings_per_s"],
         "serve_p50_ms": report["latency"]["serve"]["p50_ms"],
         "submit_p50_ms": report["latency"]["submit"]["p50_ms"],
