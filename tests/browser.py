@@ -45,18 +45,22 @@ def photo_like_image(seed: int, size: tuple[int, int] = (640, 427)):
     )
 
 
-@contextlib.contextmanager
-def chromium(chromium_path: str, *, back_forward_cache: bool = False) -> Iterator:
+def launch(browser_type, chromium_path: str, *, back_forward_cache: bool = False):
     """Chromium as the tests drive it. Playwright turns the back-forward cache off by default;
     ``back_forward_cache=True`` leaves it on, as in a rater's browser, where Back may bring a page
     back from memory as it was left."""
+    ignored = ["--disable-back-forward-cache"] if back_forward_cache else []
+    return browser_type.launch(executable_path=chromium_path, args=LAUNCH_ARGS, ignore_default_args=ignored)
+
+
+@contextlib.contextmanager
+def chromium(chromium_path: str) -> Iterator:
+    """A Playwright driver and its Chromium, for as long as the block runs (the ``browser`` fixture
+    keeps one open for a test module)."""
     from playwright.sync_api import sync_playwright
 
-    ignored = ["--disable-back-forward-cache"] if back_forward_cache else []
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=chromium_path, args=LAUNCH_ARGS, ignore_default_args=ignored
-        )
+        browser = launch(playwright.chromium, chromium_path)
         try:
             yield browser
         finally:

@@ -124,12 +124,37 @@ def _level_prior_flat():
     level_prior_known(None)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def chromium_path():
     path = shutil.which("chromium") or shutil.which("chromium-browser")
     if not path:
         service_missing("Chromium is not installed (apt-get install chromium)")
     return path
+
+
+@pytest.fixture(scope="module")
+def _module_chromium(chromium_path):
+    """One Chromium for a test module: starting Playwright's driver and the browser for each test
+    cost 0.6 s of the ~1 s a short browser test takes (measured here), and a module's tests share
+    nothing through it, since each test's pages live in their own contexts (``browser`` closes them).
+
+    Playwright's sync API keeps an event loop running in this thread while the browser is open, so
+    Django would refuse the ORM's synchronous calls (SynchronousOnlyOperation) in the tests and
+    fixtures of the module; they are synchronous, and allowed for as long as the browser is open."""
+    from tests.browser import chromium
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        with chromium(chromium_path) as browser:
+            yield browser
+
+
+@pytest.fixture
+def browser(_module_chromium):
+    """Real Chromium (the module's); whatever a test opened in it is closed after the test."""
+    yield _module_chromium
+    for context in _module_chromium.contexts:
+        context.close()
 
 
 @pytest.fixture

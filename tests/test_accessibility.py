@@ -14,7 +14,7 @@ from annotators.staff.views import COLUMNS
 from ratinggame import game
 from ratinggame.game.reports import pair_report
 from ratinggame.models import Rating, ReportReason
-from tests.browser import ARTIFACTS, SIZES, chromium, photo_like_image, signed_in
+from tests.browser import ARTIFACTS, SIZES, photo_like_image, signed_in
 from tests.factories import CaptionPairFactory, RaterProfileFactory, TutorialPairFactory, user_with_role
 from tests.ratinggame.journey_helpers import rater
 
@@ -24,8 +24,7 @@ BLOCKING = {"serious", "critical"}
 
 
 @pytest.fixture
-def world(settings, monkeypatch):
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+def world(settings):
     settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 0}
     ARTIFACTS.mkdir(exist_ok=True)
     for level in (5, 4, 3, 2, 1):
@@ -67,9 +66,7 @@ def blocking_violations(page) -> list[str]:
 
 
 @pytest.mark.parametrize("size", ["1280x720", pytest.param("390x844", marks=pytest.mark.slow)])
-def test_no_serious_or_critical_violation_on_the_rater_staff_and_research_pages(
-    live_server, chromium_path, world, size
-):
+def test_no_serious_or_critical_violation_on_the_rater_staff_and_research_pages(live_server, browser, world, size):
     visits = [
         (
             None,
@@ -91,24 +88,22 @@ def test_no_serious_or_critical_violation_on_the_rater_staff_and_research_pages(
         (world["researcher"], ["/research/pay/", "/research/study/", "/staff/"]),
     ]
     problems = []
-    with chromium(chromium_path) as browser:
-        for user, paths in visits:
-            if user is None:
-                page = browser.new_context(**SIZES[size]).new_page()
-            else:
-                page = signed_in(browser, live_server, user, **SIZES[size])
-            for path in paths:
-                page.goto(live_server.url + path)
-                page.wait_for_load_state("networkidle")
-                problems += blocking_violations(page)
-                if path.startswith("/play/") and path.endswith(("tutorial/", "game/")):
-                    # The open Rating Guide and the open report form are part of the page too.
-                    page.keyboard.press("g")
-                    problems += [f"guide {line}" for line in blocking_violations(page)]
-                    page.keyboard.press("Escape")
-                    page.locator("#report summary").click()
-                    problems += [f"report {line}" for line in blocking_violations(page)]
-            page.context.close()
+    for user, paths in visits:
+        if user is None:
+            page = browser.new_context(**SIZES[size]).new_page()
+        else:
+            page = signed_in(browser, live_server, user, **SIZES[size])
+        for path in paths:
+            page.goto(live_server.url + path)  # its load event: images, style sheets and scripts
+            problems += blocking_violations(page)
+            if path.startswith("/play/") and path.endswith(("tutorial/", "game/")):
+                # The open Rating Guide and the open report form are part of the page too.
+                page.keyboard.press("g")
+                problems += [f"guide {line}" for line in blocking_violations(page)]
+                page.keyboard.press("Escape")
+                page.locator("#report summary").click()
+                problems += [f"report {line}" for line in blocking_violations(page)]
+        page.context.close()
     assert not problems, "\n".join(problems)
     assert Rating.objects.count() == 1  # visiting changed nothing
 
@@ -136,30 +131,27 @@ def widest_competency(rows, analysis):
     return rows
 
 
-def test_the_staff_rater_table_fits_a_laptop_screen_with_every_flag_in_view(
-    live_server, chromium_path, world, monkeypatch
-):
+def test_the_staff_rater_table_fits_a_laptop_screen_with_every_flag_in_view(live_server, browser, world, monkeypatch):
     for index in range(12):
         user = rater(RaterState.GAME, display_name=f"Rater with a long name {index}")
         user.username = f"walker_desk_2026_{index:02}"
         user.save(update_fields=["username"])
     monkeypatch.setattr(staff_views, "rater_statistics", widest_statistics(staff_views.rater_statistics))
     monkeypatch.setattr(staff_views, "_with_competency", widest_competency)
-    with chromium(chromium_path) as browser:
-        page = signed_in(browser, live_server, world["staff"], **SIZES["1280x720"])
-        page.goto(f"{live_server.url}/staff/")
-        table, box = page.locator("table.raters"), page.locator(".table-scroll")
-        assert table.evaluate("t => t.scrollWidth") <= box.evaluate("b => b.clientWidth")
-        assert page.evaluate("document.documentElement.scrollWidth") <= 1280
-        shown = page.locator("table.raters thead th:visible")
-        labels = shown.evaluate_all("ths => ths.map(th => th.textContent.trim())")
-        hidden = {label for key, label, *_ in COLUMNS if key in staff_views.WIDE_COLUMNS}
-        assert labels == [label for _, label, *_ in COLUMNS if label not in hidden]
-        assert all(title for title in shown.evaluate_all("ths => ths.map(th => th.title)"))
-        right = box.evaluate("b => b.getBoundingClientRect().right")
-        flags = page.locator("table.raters td.flags").first
-        assert flags.evaluate("td => td.getBoundingClientRect().right") <= right  # every flag in view
-        page.screenshot(path=str(ARTIFACTS / "staff-1280x720.png"), full_page=True)
-        page.get_by_role("link", name=f"Show all {len(COLUMNS)} columns").click()
-        assert page.locator("table.raters thead th:visible").count() == len(COLUMNS)
-        assert page.evaluate("document.documentElement.scrollWidth") <= 1280  # the rest scrolls in its region
+    page = signed_in(browser, live_server, world["staff"], **SIZES["1280x720"])
+    page.goto(f"{live_server.url}/staff/")
+    table, box = page.locator("table.raters"), page.locator(".table-scroll")
+    assert table.evaluate("t => t.scrollWidth") <= box.evaluate("b => b.clientWidth")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    shown = page.locator("table.raters thead th:visible")
+    labels = shown.evaluate_all("ths => ths.map(th => th.textContent.trim())")
+    hidden = {label for key, label, *_ in COLUMNS if key in staff_views.WIDE_COLUMNS}
+    assert labels == [label for _, label, *_ in COLUMNS if label not in hidden]
+    assert all(title for title in shown.evaluate_all("ths => ths.map(th => th.title)"))
+    right = box.evaluate("b => b.getBoundingClientRect().right")
+    flags = page.locator("table.raters td.flags").first
+    assert flags.evaluate("td => td.getBoundingClientRect().right") <= right  # every flag in view
+    page.screenshot(path=str(ARTIFACTS / "staff-1280x720.png"), full_page=True)
+    page.get_by_role("link", name=f"Show all {len(COLUMNS)} columns").click()
+    assert page.locator("table.raters thead th:visible").count() == len(COLUMNS)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280  # the rest scrolls in its region

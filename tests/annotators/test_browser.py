@@ -8,7 +8,7 @@ import time
 import pytest
 
 from ratinggame.models import Pool, Rating
-from tests.browser import ARTIFACTS, LAUNCH_ARGS, photo_like_image, wait_until
+from tests.browser import ARTIFACTS, photo_like_image, wait_until
 from tests.factories import CaptionPairFactory, TutorialPairFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -25,11 +25,9 @@ def keyboard_choice(expert: int, index: int) -> int:
     return expert - 1 if expert > 1 else 2
 
 
-def test_keyboard_only_tutorial_to_the_game(live_server, chromium_path, settings, monkeypatch):
-    from playwright.sync_api import expect, sync_playwright
+def test_keyboard_only_tutorial_to_the_game(live_server, browser, settings):
+    from playwright.sync_api import expect
 
-    # Playwright's sync API runs an event loop in this thread; the ORM calls below are still synchronous.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": MIN_SECONDS}
     for index, expert in enumerate(EXPERTS):
         TutorialPairFactory(
@@ -47,110 +45,101 @@ def test_keyboard_only_tutorial_to_the_game(live_server, chromium_path, settings
         )
     ARTIFACTS.mkdir(exist_ok=True)
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path, args=LAUNCH_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 800})
-        page.set_default_timeout(15_000)
-        try:
-            page.goto(live_server.url + "/")
-            page.get_by_role("link", name="Sign up and play").click()
-            page.fill("#id_username", "keyboard_rater")
-            page.fill("#id_password1", PASSWORD)
-            page.fill("#id_password2", PASSWORD)
-            page.get_by_role("button", name="Create my account").click()
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.set_default_timeout(15_000)
+    page.goto(live_server.url + "/")
+    page.get_by_role("link", name="Sign up and play").click()
+    page.fill("#id_username", "keyboard_rater")
+    page.fill("#id_password1", PASSWORD)
+    page.fill("#id_password2", PASSWORD)
+    page.get_by_role("button", name="Create my account").click()
 
-            expect(page).to_have_url(re.compile(r"/play/consent/$"))
-            page.focus("#id_agree")
-            page.keyboard.press("Space")
-            page.keyboard.press("Tab")
-            page.keyboard.press("Enter")  # "I agree, continue"
-            expect(page).to_have_url(re.compile(r"/play/introduction/$"))
-            page.focus("#continue")
-            page.keyboard.press("Enter")  # "Start the tutorial"
+    expect(page).to_have_url(re.compile(r"/play/consent/$"))
+    page.focus("#id_agree")
+    page.keyboard.press("Space")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")  # "I agree, continue"
+    expect(page).to_have_url(re.compile(r"/play/introduction/$"))
+    page.focus("#continue")
+    page.keyboard.press("Enter")  # "Start the tutorial"
 
-            submit = page.locator("#submit-rating")
-            for index, expert in enumerate(EXPERTS):
-                expect(page).to_have_url(re.compile(r"/play/tutorial/(\d+/)?$"))
-                loaded = time.monotonic()
-                page.wait_for_load_state()  # the page's scripts have run
-                expect(page.get_by_role("heading", level=1)).to_have_text(f"Tutorial {index + 1} of 10")
-                value = keyboard_choice(expert, index)
-                if index == 0:
-                    # The countdown holds the submit control, and Enter does nothing meanwhile.
-                    assert submit.is_disabled()
-                    page.keyboard.press(str(value))
-                    page.keyboard.press("Enter")
-                    assert re.search(r"/play/tutorial/(\d+/)?$", page.url)
-                    expect(page.locator("#countdown-status")).to_contain_text("Not yet")
-                    assert not Rating.objects.exists()
-                    page.screenshot(path=str(ARTIFACTS / "rating-screen.png"))
-
-                    page.keyboard.press("g")
-                    guide = page.locator("#guide")
-                    expect(guide).to_be_visible()
-                    expect(guide).to_contain_text("Interpretation of overall setting and/or event is included.")
-                    page.screenshot(path=str(ARTIFACTS / "rating-guide.png"))
-                    page.keyboard.press("Escape")
-                    expect(guide).to_be_hidden()
-                else:
-                    page.keyboard.press(str(value))
-                expect(page.locator(f"#value-{value}")).to_be_checked()
-                expect(submit).to_be_enabled(timeout=MIN_SECONDS * 1000 + 5000)
-                if index == 0:
-                    # Enabled by the countdown, not at once: most of the 1.5 s passed after load.
-                    assert time.monotonic() - loaded >= MIN_SECONDS - 0.5
-                    expect(page.locator("#countdown-status")).to_have_text("You can submit your rating now.")
-                    # The countdown is checked on this pair; the nine after it are served with a short one.
-                    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 0.3}
-                page.keyboard.press("Enter")
-
-                expect(page).to_have_url(re.compile(r"/play/feedback/\d+/$"))
-                # In place on the rating page (the script), or the feedback page after a stage's end.
-                feedback = page.locator("main")
-                expect(feedback).to_contain_text(f"The experts chose {expert}")
-                expect(page.locator(".fb-points dd")).to_have_text("+2" if value == expert else "+1")
-                if index == 0:
-                    expect(page.locator("#feedback-announce")).to_contain_text(f"Expert rating {expert}")
-                    page.screenshot(path=str(ARTIFACTS / "feedback.png"))
-                    # The guide opens on feedback screens too.
-                    page.keyboard.press("G")
-                    expect(page.locator("#guide")).to_be_visible()
-                    page.keyboard.press("Escape")
-                    expect(page.locator("#guide")).to_be_hidden()
-                if index == len(EXPERTS) - 1:
-                    expect(page.locator(".outcome")).to_contain_text("Tutorial passed")
-                    expect(page.locator(".outcome")).to_contain_text("You scored 15 of 20 points")
-                    page.screenshot(path=str(ARTIFACTS / "tutorial-passed.png"))
-                page.keyboard.press("Enter" if index % 2 == 0 else "n")
-
-            expect(page).to_have_url(re.compile(r"/play/game/(\d+/)?$"))
-            expect(page.get_by_role("heading", level=1)).to_have_text("Rating game")
-            expect(page.locator("#progress")).to_contain_text(
-                "Qualification: 0 of 20 ratings · 0 points so far, 25 needed"
-            )
-            image = page.get_by_alt_text("Image to rate")
-            expect(image).to_be_visible()
-            # The image may still be arriving on a loaded machine: wait for it, then check its size.
-            wait_until(page, "document.querySelector('.pair-image').complete")
-            assert page.evaluate("document.querySelector('.pair-image').naturalWidth") == 640
-            box = image.bounding_box()
-            # The image takes the height the rest leaves: all of it on screen, no page to scroll.
-            assert box["y"] + box["height"] <= 800
-            assert page.evaluate("document.documentElement.scrollHeight") <= 800
-            page.screenshot(path=str(ARTIFACTS / "game-screen.png"))
-
-            # One game rating: the first rater of a pair is told it scores 0 points.
-            page.keyboard.press("3")
-            expect(submit).to_be_enabled(timeout=MIN_SECONDS * 1000 + 5000)
+    submit = page.locator("#submit-rating")
+    for index, expert in enumerate(EXPERTS):
+        expect(page).to_have_url(re.compile(r"/play/tutorial/(\d+/)?$"))
+        loaded = time.monotonic()
+        page.wait_for_load_state()  # the page's scripts have run
+        expect(page.get_by_role("heading", level=1)).to_have_text(f"Tutorial {index + 1} of 10")
+        value = keyboard_choice(expert, index)
+        if index == 0:
+            # The countdown holds the submit control, and Enter does nothing meanwhile.
+            assert submit.is_disabled()
+            page.keyboard.press(str(value))
             page.keyboard.press("Enter")
-            expect(page).to_have_url(re.compile(r"/play/feedback/\d+/$"))
-            expect(page.locator(".feedback")).to_contain_text("You are the first to rate this pair: 0 points.")
-            expect(page.locator("#window-progress")).to_have_text(
-                "Qualification: 1 of 20 ratings · 0 points so far, 25 needed"
-            )
-            page.screenshot(path=str(ARTIFACTS / "game-feedback.png"))
-        finally:
-            browser.close()
+            assert re.search(r"/play/tutorial/(\d+/)?$", page.url)
+            expect(page.locator("#countdown-status")).to_contain_text("Not yet")
+            assert not Rating.objects.exists()
+            page.screenshot(path=str(ARTIFACTS / "rating-screen.png"))
+
+            page.keyboard.press("g")
+            guide = page.locator("#guide")
+            expect(guide).to_be_visible()
+            expect(guide).to_contain_text("Interpretation of overall setting and/or event is included.")
+            page.screenshot(path=str(ARTIFACTS / "rating-guide.png"))
+            page.keyboard.press("Escape")
+            expect(guide).to_be_hidden()
+        else:
+            page.keyboard.press(str(value))
+        expect(page.locator(f"#value-{value}")).to_be_checked()
+        expect(submit).to_be_enabled(timeout=MIN_SECONDS * 1000 + 5000)
+        if index == 0:
+            # Enabled by the countdown, not at once: most of the 1.5 s passed after load.
+            assert time.monotonic() - loaded >= MIN_SECONDS - 0.5
+            expect(page.locator("#countdown-status")).to_have_text("You can submit your rating now.")
+            # The countdown is checked on this pair; the nine after it are served with a short one.
+            settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 0.3}
+        page.keyboard.press("Enter")
+
+        expect(page).to_have_url(re.compile(r"/play/feedback/\d+/$"))
+        # In place on the rating page (the script), or the feedback page after a stage's end.
+        feedback = page.locator("main")
+        expect(feedback).to_contain_text(f"The experts chose {expert}")
+        expect(page.locator(".fb-points dd")).to_have_text("+2" if value == expert else "+1")
+        if index == 0:
+            expect(page.locator("#feedback-announce")).to_contain_text(f"Expert rating {expert}")
+            page.screenshot(path=str(ARTIFACTS / "feedback.png"))
+            # The guide opens on feedback screens too.
+            page.keyboard.press("G")
+            expect(page.locator("#guide")).to_be_visible()
+            page.keyboard.press("Escape")
+            expect(page.locator("#guide")).to_be_hidden()
+        if index == len(EXPERTS) - 1:
+            expect(page.locator(".outcome")).to_contain_text("Tutorial passed")
+            expect(page.locator(".outcome")).to_contain_text("You scored 15 of 20 points")
+            page.screenshot(path=str(ARTIFACTS / "tutorial-passed.png"))
+        page.keyboard.press("Enter" if index % 2 == 0 else "n")
+
+    expect(page).to_have_url(re.compile(r"/play/game/(\d+/)?$"))
+    expect(page.get_by_role("heading", level=1)).to_have_text("Rating game")
+    expect(page.locator("#progress")).to_contain_text("Qualification: 0 of 20 ratings · 0 points so far, 25 needed")
+    image = page.get_by_alt_text("Image to rate")
+    expect(image).to_be_visible()
+    # The image may still be arriving on a loaded machine: wait for it, then check its size.
+    wait_until(page, "document.querySelector('.pair-image').complete")
+    assert page.evaluate("document.querySelector('.pair-image').naturalWidth") == 640
+    box = image.bounding_box()
+    # The image takes the height the rest leaves: all of it on screen, no page to scroll.
+    assert box["y"] + box["height"] <= 800
+    assert page.evaluate("document.documentElement.scrollHeight") <= 800
+    page.screenshot(path=str(ARTIFACTS / "game-screen.png"))
+
+    # One game rating: the first rater of a pair is told it scores 0 points.
+    page.keyboard.press("3")
+    expect(submit).to_be_enabled(timeout=MIN_SECONDS * 1000 + 5000)
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(r"/play/feedback/\d+/$"))
+    expect(page.locator(".feedback")).to_contain_text("You are the first to rate this pair: 0 points.")
+    expect(page.locator("#window-progress")).to_have_text("Qualification: 1 of 20 ratings · 0 points so far, 25 needed")
+    page.screenshot(path=str(ARTIFACTS / "game-feedback.png"))
 
     assert Rating.objects.filter(stage="tutorial").count() == 10
     assert Rating.objects.filter(stage="game").count() == 1

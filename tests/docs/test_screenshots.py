@@ -17,7 +17,7 @@ from django.core.management import call_command
 from annotators.competency.jobs import competency_refresh_request
 from annotators.models import RaterState
 from annotators.roles import ADMIN, RESEARCHER
-from tests.browser import ARTIFACTS, SIZES, chromium, signed_in, wait_until
+from tests.browser import ARTIFACTS, SIZES, signed_in, wait_until
 from tests.factories import RaterProfileFactory, user_with_role
 from tests.ratinggame.journey_helpers import rater
 
@@ -46,8 +46,7 @@ PICTURES = [
 
 
 @pytest.fixture
-def demo(settings, monkeypatch):
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+def demo(settings):
     settings.RATINGGAME = {**settings.RATINGGAME, "DEMO_MODE": True, "MIN_SECONDS_PER_RATING": 0.5}
     call_command("load_demo", stdout=io.StringIO())
     competency_refresh_request()  # the demo crowd's competency analysis, inline: the Wright map
@@ -74,27 +73,26 @@ def test_every_picture_the_docs_show_is_one_this_test_takes():
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_the_documentations_pictures(live_server, chromium_path, demo):
+def test_the_documentations_pictures(live_server, browser, demo):
     folder = Path(os.environ.get("RATINGGAME_DOCS_SCREENSHOTS") or ARTIFACTS / "docs")
     folder.mkdir(parents=True, exist_ok=True)
-    with chromium(chromium_path) as browser:
-        for name, who, path, size, then in PICTURES:
-            page = signed_in(browser, live_server, demo[who], **SIZES[size])
-            answer = page.goto(live_server.url + path)
-            assert answer.status == 200, (name, answer.status)
-            if page.locator("#pair-image").count():
-                wait_until(page, "document.getElementById('pair-image').complete")
-            width = SIZES[size]["viewport"]["width"]
-            assert page.evaluate("document.documentElement.scrollWidth") <= width, name
-            shot = page  # the whole screen, or the one part of it that ``then`` names
-            if then == RATE_AND_SUBMIT:  # as the rater sees it: in place, or as the feedback page
-                page.locator("label[for=value-4]").click()
-                page.locator("#submit-rating:enabled").click()
-                page.locator("#continue").wait_for()
-            elif then == GUIDE_OPEN:
-                page.keyboard.press("g")
-                page.locator("dialog[open]").wait_for()
-            elif then is not None:
-                shot = page.locator(then)
-            shot.screenshot(path=str(folder / name), scale="css")
-            page.context.close()
+    for name, who, path, size, then in PICTURES:
+        page = signed_in(browser, live_server, demo[who], **SIZES[size])
+        answer = page.goto(live_server.url + path)
+        assert answer.status == 200, (name, answer.status)
+        if page.locator("#pair-image").count():
+            wait_until(page, "document.getElementById('pair-image').complete")
+        width = SIZES[size]["viewport"]["width"]
+        assert page.evaluate("document.documentElement.scrollWidth") <= width, name
+        shot = page  # the whole screen, or the one part of it that ``then`` names
+        if then == RATE_AND_SUBMIT:  # as the rater sees it: in place, or as the feedback page
+            page.locator("label[for=value-4]").click()
+            page.locator("#submit-rating:enabled").click()
+            page.locator("#continue").wait_for()
+        elif then == GUIDE_OPEN:
+            page.keyboard.press("g")
+            page.locator("dialog[open]").wait_for()
+        elif then is not None:
+            shot = page.locator(then)
+        shot.screenshot(path=str(folder / name), scale="css")
+        page.context.close()

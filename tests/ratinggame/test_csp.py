@@ -100,11 +100,9 @@ def session_of(user) -> str:
 @pytest.mark.browser
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_pages_admin_and_api_documentation_run_without_a_violation(live_server, chromium_path, monkeypatch):
+def test_pages_admin_and_api_documentation_run_without_a_violation(live_server, browser):
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
-    from playwright.sync_api import sync_playwright
 
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     TutorialPairFactory(display_order=0)
     pair = CaptionPairFactory(pool=Pool.GAME)
     boss = UserFactory(username="boss", is_staff=True, is_superuser=True)
@@ -126,30 +124,25 @@ def test_pages_admin_and_api_documentation_run_without_a_violation(live_server, 
         "/api/redoc/",
     ]
     violations = {}
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path, args=LAUNCH_ARGS)
-        try:
-            for paths, session in ((anonymous, None), (signed_in, session_of(boss))):
-                context = browser.new_context()
-                if session:
-                    context.add_cookies([{"name": "sessionid", "value": session, "url": live_server.url}])
-                context.add_init_script(RECORD_VIOLATIONS)
-                page = context.new_page()
-                page.set_default_timeout(20_000)
-                for path in paths:
-                    response = page.goto(live_server.url + path, wait_until="networkidle")
-                    assert response.status == 200, (path, response.status)
-                    rendered = True
-                    if path.startswith("/api/"):  # the documentation shows the schema's operations
-                        try:
-                            page.get_by_text("/api/game/submit").first.wait_for(timeout=20_000)
-                        except PlaywrightTimeout:
-                            rendered = False
-                    found = [v for v in page.evaluate("window.__csp") if not v.startswith(INTENDED)]
-                    found += [] if rendered else ["the page did not render"]
-                    if found:
-                        violations[path] = found
-                context.close()
-        finally:
-            browser.close()
+    for paths, session in ((anonymous, None), (signed_in, session_of(boss))):
+        context = browser.new_context()
+        if session:
+            context.add_cookies([{"name": "sessionid", "value": session, "url": live_server.url}])
+        context.add_init_script(RECORD_VIOLATIONS)
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        for path in paths:
+            response = page.goto(live_server.url + path, wait_until="networkidle")
+            assert response.status == 200, (path, response.status)
+            rendered = True
+            if path.startswith("/api/"):  # the documentation shows the schema's operations
+                try:
+                    page.get_by_text("/api/game/submit").first.wait_for(timeout=20_000)
+                except PlaywrightTimeout:
+                    rendered = False
+            found = [v for v in page.evaluate("window.__csp") if not v.startswith(INTENDED)]
+            found += [] if rendered else ["the page did not render"]
+            if found:
+                violations[path] = found
+        context.close()
     assert not violations, json.dumps(violations, indent=1)
