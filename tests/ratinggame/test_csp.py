@@ -19,7 +19,6 @@ from tests.factories import CaptionPairFactory, TutorialPairFactory, UserFactory
 # Redoc shows its maker's logo from the maker's CDN: the policy blocks it on purpose (the site
 # loads nothing from third parties) and Redoc drops the image when it does not load.
 INTENDED = "img-src blocked https://cdn.redoc.ly/"
-LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 # Collected in the page before any of its own scripts runs.
 RECORD_VIOLATIONS = """
 window.__csp = [];
