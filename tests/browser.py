@@ -1,11 +1,9 @@
 """Shared by the browser tests (real Chromium through Playwright): launch options, the two
 screen sizes the pages must fit, picture-like images, and a signed-in browser context."""
 
-import contextlib
 import hashlib
 import io
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from django.core.files.base import ContentFile
@@ -51,20 +49,6 @@ def launch(browser_type, chromium_path: str, *, back_forward_cache: bool = False
     back from memory as it was left."""
     ignored = ["--disable-back-forward-cache"] if back_forward_cache else []
     return browser_type.launch(executable_path=chromium_path, args=LAUNCH_ARGS, ignore_default_args=ignored)
-
-
-@contextlib.contextmanager
-def chromium(chromium_path: str) -> Iterator:
-    """A Playwright driver and its Chromium, for as long as the block runs (the ``browser`` fixture
-    keeps one open for a test module)."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = launch(playwright.chromium, chromium_path)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 def signed_in(browser, live_server, user, **options):

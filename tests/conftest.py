@@ -134,19 +134,22 @@ def chromium_path():
 
 @pytest.fixture(scope="module")
 def _module_chromium(chromium_path):
-    """One Chromium for a test module: starting Playwright's driver and the browser for each test
-    cost 0.6 s of the ~1 s a short browser test takes (measured here), and a module's tests share
-    nothing through it, since each test's pages live in their own contexts (``browser`` closes them).
+    """One Chromium for a test module: starting Playwright's driver and a browser for each test
+    took longer than most browser tests' own work, and a module's tests share nothing through it,
+    since each test's pages live in their own contexts (``browser`` closes them).
 
     Playwright's sync API keeps an event loop running in this thread while the browser is open, so
     Django would refuse the ORM's synchronous calls (SynchronousOnlyOperation) in the tests and
     fixtures of the module; they are synchronous, and allowed for as long as the browser is open."""
-    from tests.browser import chromium
+    from playwright.sync_api import sync_playwright
 
-    with pytest.MonkeyPatch.context() as patch:
+    from tests.browser import launch
+
+    with pytest.MonkeyPatch.context() as patch, sync_playwright() as playwright:
         patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        with chromium(chromium_path) as browser:
-            yield browser
+        browser = launch(playwright.chromium, chromium_path)
+        yield browser
+        browser.close()
 
 
 @pytest.fixture
