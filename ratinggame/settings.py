@@ -109,11 +109,32 @@ _SQLITE_OPTIONS = {
 }
 
 
+def _sqlite_test_database(name: str) -> dict:
+    """The tests' SQLite database: a file beside the site's, in the same write-ahead-log mode.
+
+    Django's default for SQLite tests is an in-memory database in shared-cache mode, which locks
+    whole tables and never waits: a connection that writes while another one reads the same table
+    fails at once ("database table is locked"). The site's file database lets readers go on while
+    one connection writes, and queues writers behind the busy timeout. The tests whose threads share
+    the database (the embedded worker, the live server of the browser tests) must meet the latter.
+    """
+    if name == ":memory:":
+        return {}
+    path = Path(name)
+    return {"NAME": str(path.with_name(f"test_{path.name}"))}
+
+
 def _database_config(url: str) -> dict:
     """DATABASE_URL unset -> SQLite under var/; postgres://... or sqlite:///path otherwise."""
     if not url:
         VAR_DIR.mkdir(parents=True, exist_ok=True)
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(VAR_DIR / "db.sqlite3"), "OPTIONS": _SQLITE_OPTIONS}
+        name = str(VAR_DIR / "db.sqlite3")
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": name,
+            "OPTIONS": _SQLITE_OPTIONS,
+            "TEST": _sqlite_test_database(name),
+        }
     scheme = url.split(":", 1)[0]
     if scheme not in {"postgres", "postgresql", "pgsql", "sqlite"}:
         raise ImproperlyConfigured(f"DATABASE_URL scheme {scheme!r} is not supported: use postgres:// or sqlite:///")
@@ -124,6 +145,7 @@ def _database_config(url: str) -> dict:
         config.pop("CONN_MAX_AGE", None)
         config["CONN_HEALTH_CHECKS"] = False
         config["OPTIONS"] = {**_SQLITE_OPTIONS, **config.get("OPTIONS", {})}
+        config["TEST"] = _sqlite_test_database(config["NAME"])
     # Behind a pooler in transaction mode (PgBouncer pool_mode = transaction), consecutive
     # transactions of one connection may reach different server connections: a server-side
     # cursor (QuerySet.iterator) would not survive that, so iterators fetch client-side.

@@ -5,6 +5,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ django.setup()
 db = settings.DATABASES["default"]
 print(json.dumps({
     "engine": db["ENGINE"], "name": str(db["NAME"]), "host": db.get("HOST", ""),
+    "test_name": db.get("TEST", {}).get("NAME"),
     "eager": settings.CELERY_TASK_ALWAYS_EAGER, "broker": settings.CELERY_BROKER_URL,
     "debug": settings.DEBUG, "hosts": settings.ALLOWED_HOSTS, "media": str(settings.MEDIA_ROOT),
     "hsts": getattr(settings, "SECURE_HSTS_SECONDS", 0),
@@ -60,6 +62,7 @@ def test_laptop_defaults_are_sqlite_under_var_eager_and_debug(tmp_path):
     conf = settings_of(tmp_path)
     assert conf["engine"] == "django.db.backends.sqlite3"
     assert conf["name"] == str(tmp_path / "var" / "db.sqlite3")
+    assert conf["test_name"] == str(tmp_path / "var" / "test_db.sqlite3")  # a file, as the site's is
     assert conf["eager"] is True
     assert conf["broker"] == "memory://"
     assert conf["debug"] is True
@@ -91,6 +94,7 @@ def test_sqlite_url_selects_that_file(tmp_path):
     conf = settings_of(tmp_path, DATABASE_URL=f"sqlite:///{target}")
     assert conf["engine"] == "django.db.backends.sqlite3"
     assert conf["name"] == str(target)
+    assert conf["test_name"] == str(tmp_path / "test_elsewhere.sqlite3")
 
 
 # Sixteen threads each run read-then-write transactions on the project's SQLite connection
@@ -152,6 +156,38 @@ def test_concurrent_writers_on_sqlite_queue_instead_of_failing_with_database_is_
     assert outcome["journal"] == "wal"
     assert outcome["errors"] == []
     assert outcome["total"] == outcome["expected"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_tests_database_lets_one_connection_write_while_another_reads_the_same_table():
+    # The embedded worker's claim of an import job once failed at once with "database table is
+    # locked" while the request's thread read the job: Django's in-memory SQLite for tests (shared
+    # cache) locks whole tables and never waits. The tests run on a file in the site's own mode.
+    from django.db import DatabaseError, connection, connections
+
+    from ratinggame.models import ImportJob
+    from tests.factories import UserFactory
+
+    user = UserFactory()
+    jobs = [ImportJob.objects.create(created_by=user, params={}, folder=name) for name in ("a", "b")]
+    errors: list[str] = []
+
+    def claim() -> None:
+        try:
+            ImportJob.objects.filter(pk=jobs[0].pk).update(progress_message="Starting")
+        except DatabaseError as error:
+            errors.append(str(error))
+        finally:
+            connections.close_all()
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id FROM ratinggame_importjob ORDER BY id")
+        cursor.fetchone()  # the read is still under way: one row of two taken
+        writer = threading.Thread(target=claim)
+        writer.start()
+        writer.join(timeout=60)
+    assert errors == []
+    assert ImportJob.objects.get(pk=jobs[0].pk).progress_message == "Starting"
 
 
 def test_unsupported_database_scheme_is_a_clear_error(tmp_path):
