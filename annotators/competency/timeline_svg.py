@@ -121,9 +121,10 @@ def timeline_svg(
     xs = LEFT + (np.arange(n) + 0.5) / max(n, 1) * plot_width
     top2 = TOP + PANEL + GAP
     # The seconds axis ends a little above most ratings (95th percentile), at most seconds_cap:
-    # one slow rating must not squash the rest.
+    # one slow rating must not squash the rest. It spans at least one step of 5 s: with no delay
+    # floor and ratings of 0 s (imported ones) it would end at 0, and every point would divide by it.
     typical = float(np.quantile(secs, 0.95)) * 1.2 if n else seconds_cap
-    cap = float(np.ceil(max(floor_seconds * 2, min(seconds_cap, typical)) / 5) * 5)
+    cap = float(np.ceil(max(floor_seconds * 2, min(seconds_cap, typical), 1) / 5) * 5)
 
     def y_share(v: np.ndarray | float) -> np.ndarray | float:
         return TOP + (1 - np.asarray(v)) * PANEL

@@ -51,3 +51,11 @@ def test_a_line_marks_each_change_of_the_journey_stage_not_each_control():
     stages = ["tutorial"] * 10 + ["probation"] * 20 + ["game"] * 9 + ["control"] + ["game"] * 9 + ["control"]
     svg = ET.tostring(drawn(stages), encoding="unicode")
     assert len(re.findall(r'stroke-dasharray="2 2"', svg)) == 2  # tutorial to probation, probation to game
+
+
+def test_ratings_of_no_seconds_without_a_delay_floor_are_drawn_on_an_axis_of_five_seconds():
+    stages = ["game"] * 4
+    svg = timeline_svg(np.full(4, 0.5), np.full(4, 0.5), np.zeros(4), stages, floor_seconds=0, window=20)
+    assert "nan" not in svg
+    root = ET.fromstring(svg)  # noqa: S314 (the project's own drawing, not untrusted input)
+    assert [text for x, y, text in texts(root) if text in {"0", "2.5", "5"}] == ["0", "2.5", "5"]
