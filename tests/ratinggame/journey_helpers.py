@@ -25,13 +25,14 @@ class Clock:
         return self.now
 
 
-def rater(state: str = RaterState.TUTORIAL, **profile_fields):
-    """An annotator who gave consent, on ``state``."""
+def rater(state: str = RaterState.TUTORIAL, *, now: datetime = T0, consent: bool = True, **profile_fields):
+    """An annotator on ``state`` who gave consent a day before ``now`` (or none), in the game since
+    an hour before it."""
     user = UserFactory()
     user.groups.add(ensure_roles()[ANNOTATOR])
-    fields = {"consent_at": T0 - timedelta(days=1), "state": state, **profile_fields}
+    fields = {"consent_at": now - timedelta(days=1) if consent else None, "state": state, **profile_fields}
     if state == RaterState.GAME:
-        fields.setdefault("game_entered_at", T0 - timedelta(hours=1))
+        fields.setdefault("game_entered_at", now - timedelta(hours=1))
     RaterProfile.objects.create(user=user, **fields)
     return user
 

@@ -7,12 +7,6 @@ from scoring.aggregation import dawid_skene
 from scoring.export.stats import pair_summary
 
 
-@pytest.fixture(autouse=True)
-def _isolated_media():
-    """Overrides the suite-wide Django media fixture: nothing here touches Django."""
-    yield
-
-
 def simulated_crowd(seed: int, n_pairs: int = 2000, n_raters: int = 60, n_bad: int = 8):
     """The audit's crowd: each pair has a true level 1..5 and 4 raters; good raters answer it
     70% of the time and a neighbouring level otherwise; the last n_bad raters answer at random."""

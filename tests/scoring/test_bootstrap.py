@@ -20,12 +20,6 @@ from tests.scoring.test_agreement import random_ratings
 from tests.shared_data import VICR_SAMPLE
 
 
-@pytest.fixture(autouse=True)
-def _isolated_media():
-    """Overrides the suite-wide Django media fixture: nothing here touches Django."""
-    yield
-
-
 def test_sorted_triple_distribution_counts_every_three_subset():
     for ratings in ([1, 1, 2, 3, 5, 5, 5], [4, 4, 4], [2, 3, 3, 3, 4, 4], [1, 2, 3, 4, 5]):
         counts = np.bincount(ratings, minlength=6)[1:][None, :]

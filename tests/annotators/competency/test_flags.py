@@ -44,9 +44,8 @@ def test_the_documented_defaults_are_the_registry_s():
 
 
 @pytest.fixture(autouse=True)
-def _flag_settings(settings):
+def _flag_settings(settings, three_second_rules):
     settings.RATINGGAME_FLAGS = dict(DEFAULT_FLAGS)
-    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 3.0}
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Partial Credit Model, latent regression and Wright map (annotators/pcm.py, wright_map.py).
 
-Pure modules: these tests need no Django (`pytest -p no:django` works).
+Pure modules: these tests read and write no database.
 """
 
 import itertools
@@ -23,12 +23,6 @@ from annotators.competency.pcm import (
 from annotators.competency.wright_map import wright_map_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
-
-
-@pytest.fixture(autouse=True)
-def _isolated_media():
-    """Overrides the suite-wide Django media fixture: nothing here touches Django."""
-    yield
 
 
 def pcm_probabilities(theta: np.ndarray, delta: np.ndarray) -> np.ndarray:

@@ -13,12 +13,6 @@ from annotators.competency.regression import REGRESSION_MIN_RATERS, game_compete
 from tests.annotators.competency.test_pcm import pcm_probabilities
 
 
-@pytest.fixture(autouse=True)
-def _isolated_media():
-    """Overrides the suite-wide Django media fixture: nothing here touches Django."""
-    yield
-
-
 def test_latent_regression_recovers_a_known_slope_by_hand_least_squares():
     rng = np.random.default_rng(16)
     score = rng.uniform(50, 100, 113)

@@ -7,8 +7,8 @@ from tests.factories import TutorialPairFactory
 
 
 @pytest.fixture(autouse=True)
-def _three_seconds(settings):
-    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 3.0, "ASSIGNMENT_EXPIRY_SECONDS": 1800}
+def _three_seconds(three_second_rules):
+    """Every page test plays by the suite's 3-second rules (``tests/conftest.py``)."""
 
 
 @pytest.fixture

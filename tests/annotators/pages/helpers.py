@@ -9,9 +9,9 @@ from django.db.models import F
 from django.urls import reverse
 from django.utils import timezone
 
-from annotators.models import RaterProfile, RaterState
+from annotators.models import RaterState
 from ratinggame.models import Assignment
-from tests.factories import UserFactory
+from tests.ratinggame.journey_helpers import rater as journey_rater
 
 EXPERTS = [5, 4, 3, 2, 1, 3, 4, 2, 5, 1]
 PASSWORD = "a long enough pass phrase 42"
@@ -24,15 +24,8 @@ SPEC_LEVEL_5 = (
 
 
 def rater(state=RaterState.TUTORIAL, consent=True, **fields):
-    user = UserFactory()
-    RaterProfile.objects.create(
-        user=user,
-        state=state,
-        consent_at=timezone.now() - timedelta(days=1) if consent else None,
-        game_entered_at=timezone.now() - timedelta(hours=1) if state == RaterState.GAME else None,
-        **fields,
-    )
-    return user
+    """The journey tests' annotator, on the real clock (the pages compare times with now)."""
+    return journey_rater(state, now=timezone.now(), consent=consent, **fields)
 
 
 def look_long_enough(user, seconds: float = 4) -> None:

@@ -26,10 +26,9 @@ PAST_THE_WINDOW = {"window_count": 20, "window_points": 40}
 
 
 @pytest.fixture(autouse=True)
-def _settings(settings):
+def _settings(settings, three_second_rules):
     settings.RATINGGAME = {
         **settings.RATINGGAME,
-        "MIN_SECONDS_PER_RATING": 3.0,
         "CONTROL_EVERY": 10,
         "DRIFT_WINDOW": 15,
         "DRIFT_THRESHOLD": 1.1,

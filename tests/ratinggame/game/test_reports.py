@@ -23,11 +23,9 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def _rules(settings):
+def _rules(settings, three_second_rules):
     settings.RATINGGAME = {
         **settings.RATINGGAME,
-        "MIN_SECONDS_PER_RATING": 3.0,
-        "ASSIGNMENT_EXPIRY_SECONDS": 1800,
         "REPORTS_TO_WITHDRAW": 2,
         "SKIPS_PER_HOUR": 3,
     }

@@ -20,8 +20,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def _settings(settings):
-    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 3.0, "CONTROL_EVERY": 0}
+def _settings(settings, three_second_rules):
+    settings.RATINGGAME = {**settings.RATINGGAME, "CONTROL_EVERY": 0}
 
 
 def test_a_skip_passes_the_pair_gives_its_slot_back_and_it_never_returns():

@@ -43,13 +43,6 @@ OTHER_CFG = {
 PROMPT = "A photo depicts "  # CLIPScore's prompt, written out so the tests do not reuse the code's constant
 
 
-@pytest.fixture(autouse=True)
-def _isolated_media():
-    """These tests touch no Django state; this stands in for the project-wide fixture so they
-    also run with `-p no:django`."""
-    yield
-
-
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     from safetensors.torch import save_file

@@ -12,13 +12,6 @@ from scoring.priming.clipscore import CAPTION_PREFIX, clip_s, harmonic_mean, max
 REPO = Path(__file__).resolve().parents[3]
 
 
-@pytest.fixture(autouse=True)
-def _isolated_media():
-    """These tests touch no Django state; this stands in for the project-wide fixture so they
-    also run with `-p no:django`."""
-    yield
-
-
 def test_parallel_vectors_score_w():
     # cos = 1, so CLIP-S = w * 1
     assert clip_s(np.array([[1.0, 0.0]]), np.array([[2.0, 0.0]])) == pytest.approx([2.5])

@@ -25,12 +25,6 @@ open_clip = needs_module("open_clip", reason="open_clip is not installed (model 
 MIN_COSINE = 0.999
 
 
-@pytest.fixture(autouse=True)
-def _isolated_media():
-    """No Django state here (stands in for the project-wide fixture)."""
-    yield
-
-
 @pytest.fixture(scope="module")
 def model():
     torch.manual_seed(0)
