@@ -10,8 +10,10 @@ throttle, CSRF for a browser session (as DRF's ``SessionAuthentication`` enforce
 body's fields, then the game's own rules.
 
 Anything not plainly a well-formed rating by a rater this path can read (another content type,
-a malformed body, an unknown token, a missing role, a CSRF failure) goes to the DRF view
-unchanged, which answers it as it always did: the fast path never decides a refusal of its own.
+a malformed body, an unknown token, a missing role, a CSRF failure, a throttled rater) goes to
+the DRF view unchanged, which answers it as it always did: the fast path never decides a refusal
+of its own (tests in ``tests/ratinggame/test_play_submit.py`` hold the two answers equal, case
+for case).
 """
 
 import json
@@ -32,11 +34,6 @@ from ratinggame.unavailable import UNAVAILABLE_MESSAGE, database_unavailable, re
 
 class _ToDrf(Exception):
     """This request is for DRF's full handling (nothing was changed)."""
-
-
-class _Throttled(Exception):
-    def __init__(self, wait: float | None) -> None:
-        self.wait = wait
 
 
 def submit(request: HttpRequest, view) -> JsonResponse | None:
@@ -63,7 +60,8 @@ def submit(request: HttpRequest, view) -> JsonResponse | None:
         if found is None or not is_annotator(found.user):
             raise _ToDrf
         request.user = found.user  # the request log's, without reading it again
-        _throttle(request, view)
+        if not _throttles_allow(request, view):
+            raise _ToDrf
         return found.user, found.profile
 
     try:
@@ -77,8 +75,6 @@ def submit(request: HttpRequest, view) -> JsonResponse | None:
         )
     except _ToDrf:
         return None
-    except _Throttled as throttled:
-        return _throttled(throttled.wait)
     except game.RatingRejected as rejected:
         return JsonResponse(error_body(rejected.code, rejected.message), status=rejected.status)
     except Exception as error:
@@ -111,22 +107,13 @@ def _reader(request: HttpRequest, now):
     return lambda: rater_by_session(session_key, now)
 
 
-def _throttle(request: HttpRequest, view) -> None:
-    """The view's throttles (REST_FRAMEWORK's), as DRF's ``check_throttles`` applies them."""
+def _throttles_allow(request: HttpRequest, view) -> bool:
+    """Whether the view's throttles (REST_FRAMEWORK's) let this request through, each asked as DRF's
+    ``check_throttles`` asks it. A refused request goes to DRF, which asks again and answers 429:
+    a throttle that refuses records nothing, and for a signed-in rater only the user throttle
+    counts (the anonymous one has no key for them), so no request is counted twice."""
     seen = SimpleNamespace(user=request.user, META=request.META, _request=request)
-    waits = [throttle.wait() for throttle in view.get_throttles() if not throttle.allow_request(seen, view)]
-    if waits:
-        raise _Throttled(max((wait for wait in waits if wait is not None), default=None))
-
-
-def _throttled(wait: float | None) -> JsonResponse:
-    message = "Request was throttled."
-    if wait is not None:
-        message += f" Expected available in {int(wait + 0.999)} seconds."
-    response = JsonResponse(error_body("throttled", message, {"retry_after_seconds": wait}), status=429)
-    if wait is not None:
-        response["Retry-After"] = str(int(wait + 0.999))
-    return response
+    return all([throttle.allow_request(seen, view) for throttle in view.get_throttles()])
 
 
 # --- The answer: SubmittedSerializer's fields (ratinggame.api.game), written out ------------------

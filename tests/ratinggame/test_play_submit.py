@@ -208,3 +208,117 @@ def test_the_title_beside_the_in_place_feedback_names_the_pair_rated_with_its_po
     assert "Tutorial 1 of 3" in beside and "2 of 6 points" in beside  # was 0 of 6 until Next
     assert "Tutorial 2 of 3" in following and "2 of 6 points" in following
     assert '<dd class="fb-big">2 <span class="of">of 6</span>' in body["feedback"]["html"]  # the panel's total
+
+
+# --- The hot path's refusals: DRF's, case for case -------------------------------------------------
+
+UNKNOWN = 10**9  # an assignment no one has: a request that gets past every check is refused not_found
+
+
+class Clock:
+    """The throttles' clock, moved on 0.4 s before each request: a throttled request then waits a
+    fraction of a second more or less than a whole number (DRF rounds it up)."""
+
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _answers(requests, *, through_drf: bool, monkeypatch) -> list:
+    """Each request's status, JSON body and Retry-After, on a fresh throttle history and clock."""
+    from rest_framework.throttling import SimpleRateThrottle
+
+    cache.clear()
+    answered = []
+    clock = Clock()
+    with monkeypatch.context() as patched:
+        patched.setattr(SimpleRateThrottle, "timer", clock)
+        if through_drf:
+            patched.setattr(submit_fast, "submit", lambda request, view: None)
+        for send in requests:
+            clock.now += 0.4
+            response = send()
+            # The body as JSON text with one spacing: 60 and 60.0 stay apart.
+            body = json.dumps(json.loads(response.content), sort_keys=True)
+            answered.append((response.status_code, body, response.get("Retry-After")))
+    return answered
+
+
+def _session_client(user, **options) -> tuple[APIClient, str]:
+    client = APIClient(enforce_csrf_checks=True, **options)
+    client.force_login(user)
+    client.get("/play/", follow=True, secure=options.get("secure", False))  # sets the CSRF cookie
+    return client, client.cookies["csrftoken"].value
+
+
+@pytest.mark.parametrize("rate", ["2/min", "2/s"])
+def test_the_hot_path_throttles_as_drf_does(quick, monkeypatch, rate):
+    """The third rating within the rate is refused with DRF's answer: its message (a whole number
+    of seconds, "1 second" in the singular), ``retry_after_seconds`` and Retry-After."""
+    from rest_framework.throttling import SimpleRateThrottle
+
+    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {**SimpleRateThrottle.THROTTLE_RATES, "user": rate})
+    api = token_client(rater(RaterState.GAME))
+    requests = [lambda: api.post("/api/game/submit", {"assignment_id": UNKNOWN, "value": 3}, format="json")] * 3
+    fast = _answers(requests, through_drf=False, monkeypatch=monkeypatch)
+    assert [status for status, *_ in fast] == [404, 404, 429]
+    assert fast == _answers(requests, through_drf=True, monkeypatch=monkeypatch)
+
+
+def _post(client, **extra):
+    return lambda: client.post("/api/game/submit", {"assignment_id": UNKNOWN, "value": 3}, format="json", **extra)
+
+
+def test_the_hot_path_signs_in_and_checks_csrf_as_drf_does(quick, monkeypatch):
+    """Every way a rating request can be signed in, or not: the answer of the hot path is DRF's."""
+    from rest_framework.authtoken.models import Token
+
+    from tests.ratinggame.api_helpers import role_user
+
+    user = rater(RaterState.GAME)
+    inactive = rater(RaterState.GAME)
+    no_role = role_user(None)
+    for account in (inactive, no_role):
+        Token.objects.create(user=account)
+    inactive.is_active = False
+    inactive.save()
+    browser, csrf = _session_client(user)
+    https, https_csrf = _session_client(user, secure=True)
+    tokens = {"good": token_client(user), "inactive": token_client(inactive), "no role": token_client(no_role)}
+    for name, header in {
+        "unknown": "Token nope",
+        "no key": "Token",
+        "bearer": "Bearer x",
+        "two keys": "Token a b",
+    }.items():
+        tokens[name] = APIClient()
+        tokens[name].credentials(HTTP_AUTHORIZATION=header)
+    cases = {
+        **{f"token: {name}": _post(client) for name, client in tokens.items()},
+        "no credentials": _post(APIClient()),
+        "session: no CSRF token": _post(browser),
+        "session: a wrong CSRF token": _post(browser, headers={"X-CSRFToken": "x" * 32}),
+        "session: its CSRF token": _post(browser, headers={"X-CSRFToken": csrf}),
+        "https session: no Referer": _post(https, secure=True, headers={"X-CSRFToken": https_csrf}),
+        "https session: another site's Referer": _post(
+            https, secure=True, headers={"X-CSRFToken": https_csrf, "Referer": "https://elsewhere.example/"}
+        ),
+        "https session: its own Referer": _post(
+            https, secure=True, headers={"X-CSRFToken": https_csrf, "Referer": "https://testserver/play/"}
+        ),
+        "https session: another Origin": _post(
+            https, secure=True, headers={"X-CSRFToken": https_csrf, "Origin": "https://elsewhere.example"}
+        ),
+    }
+    fast = dict(zip(cases, _answers(cases.values(), through_drf=False, monkeypatch=monkeypatch), strict=True))
+    drf = dict(zip(cases, _answers(cases.values(), through_drf=True, monkeypatch=monkeypatch), strict=True))
+    assert fast == drf
+    # The cases do differ: the rater's own requests reach the game, the others are refused before it.
+    statuses = {name: status for name, (status, *_) in fast.items()}
+    assert statuses["token: good"] == statuses["session: its CSRF token"] == 404
+    assert statuses["https session: its own Referer"] == 404
+    assert statuses["session: no CSRF token"] == statuses["https session: no Referer"] == 403
+    assert statuses["token: unknown"] == 401
+    assert not Rating.objects.exists()
