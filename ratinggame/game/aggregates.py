@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import Count, F, Sum
 
 from ratinggame.game.assignment import assign_rank_for, pair_rank_refresh
+from ratinggame.game.sql import PairRow
 from ratinggame.models import Assignment, CaptionPair, Pool, Rating
 from scoring.ordinal import RaterModel, evidence_add
 
@@ -31,7 +32,7 @@ class Aggregates(NamedTuple):
     total_sq: float
 
 
-def in_force(pair: CaptionPair) -> Aggregates:
+def in_force(pair: CaptionPair | PairRow) -> Aggregates:
     """The ratings before the next one: human ratings plus the primes still in place."""
     remaining = [float(prime) for prime in pair.primes[pair.human_count :]]
     return Aggregates(
@@ -48,7 +49,7 @@ def rater_model_of(profile) -> RaterModel | None:
     return RaterModel(profile.label_precision, profile.label_severity or 0.0, profile.label_lapse or 0.0)
 
 
-def pair_rating_add(pair: CaptionPair, value: int, rater: RaterModel | None) -> None:
+def pair_rating_add(pair: CaptionPair | PairRow, value: int, rater: RaterModel | None) -> None:
     """Count one more human rating (the caller holds the pair's row lock and saves)."""
     pair.human_count += 1
     pair.human_sum += value

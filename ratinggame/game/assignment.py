@@ -120,7 +120,20 @@ def needs_more(human_count: int, human_sum: int, human_sumsq: int, evidence: lis
     return not ordinal.is_settled(evidence, rules["SETTLED_THRESHOLD"], level_prior())
 
 
-def pair_rank_refresh(pair: CaptionPair) -> None:
+def slot_give_back(pair: CaptionPair, assignment_id: int, **fields) -> bool:
+    """Give the slot the assignment holds on ``pair`` (its row locked by the caller) back, once;
+    ``fields`` are written on the assignment with it. True when this call gave it back:
+    ``pair.in_flight`` is one less, and the caller refreshes the rank and saves.
+
+    A conditional UPDATE under the pair lock: of a submission, a skip, a report and the expiry
+    sweep racing for one assignment, the first clears the flag and no slot is released twice."""
+    if not Assignment.objects.filter(pk=assignment_id, holds_slot=True).update(holds_slot=False, **fields):
+        return False
+    pair.in_flight = max(pair.in_flight - 1, 0)
+    return True
+
+
+def pair_rank_refresh(pair: CaptionPair | PairRow) -> None:
     """Set ``pair.assign_rank`` from its counters (the caller holds the row lock and saves)."""
     if pair.pool != Pool.GAME:
         pair.assign_rank = None
@@ -392,10 +405,7 @@ def assignments_release_expired(*, now: datetime, limit: int = 20) -> int:
             pair = CaptionPair.objects.select_for_update(skip_locked=True, no_key=True).filter(pk=pair_id).first()
             if pair is None:
                 continue
-            # Conditional UPDATE under the pair lock: a submission racing with this sweep
-            # clears the flag first, and then nothing is released twice.
-            if Assignment.objects.filter(pk=assignment_id, holds_slot=True).update(holds_slot=False):
-                pair.in_flight = max(pair.in_flight - 1, 0)
+            if slot_give_back(pair, assignment_id):
                 pair_rank_refresh(pair)
                 pair.save(update_fields=["in_flight", "assign_rank"])
                 released += 1

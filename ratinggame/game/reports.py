@@ -23,7 +23,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from ratinggame.game.assignment import pair_rank_refresh
+from ratinggame.game.assignment import pair_rank_refresh, slot_give_back
 from ratinggame.game.rating import RatingRejected, outcome_keep, profile_locked, session_open
 from ratinggame.game.skips import control_owe
 from ratinggame.models import GAME_STAGES, Assignment, CaptionPair, PairReport, Pool, ReportOutcome, ReportReason
@@ -95,10 +95,8 @@ def _report(rater, assignment_id: int, reason: str, text: str, now: datetime) ->
         if skip and assignment.stage == Pool.CONTROL:
             Assignment.objects.filter(pk=assignment.pk).update(expires_at=now)
             control_owe(profile)
-        elif skip and Assignment.objects.filter(pk=assignment.pk, holds_slot=True).update(
-            holds_slot=False, expires_at=now
-        ):
-            pair.in_flight = max(pair.in_flight - 1, 0)
+        elif skip:
+            slot_give_back(pair, assignment.pk, expires_at=now)
         withdrawn = False
         if pair.pool == Pool.GAME and pair.withdrawn_at is None and _open_reports(pair) >= _threshold():
             pair.withdrawn_at = now

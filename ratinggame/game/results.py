@@ -137,8 +137,8 @@ def check_may_rate(step: Step) -> None:
         raise RatingRejected("no_consent", "Please read and accept the consent form before rating.", 403)
 
 
-def not_found() -> RatingRejected:
-    return RatingRejected("not_found", "There is no such pair to rate.", 404)
+def not_found(action: str = "rate") -> RatingRejected:
+    return RatingRejected("not_found", f"There is no such pair to {action}.", 404)
 
 
 def not_yours() -> RatingRejected:

@@ -20,8 +20,9 @@ from django.utils import timezone
 from annotators import journey
 from annotators.journey import Step
 from annotators.models import RaterProfile
-from ratinggame.game.assignment import pair_rank_refresh
+from ratinggame.game.assignment import pair_rank_refresh, slot_give_back
 from ratinggame.game.rating import RatingRejected, check_may_rate, outcome_keep, profile_locked, session_open
+from ratinggame.game.results import not_found, not_yours
 from ratinggame.game.sql import ProfileRow
 from ratinggame.models import GAME_STAGES, Assignment, CaptionPair, Pool
 
@@ -39,7 +40,7 @@ def pair_skip(*, rater: AbstractBaseUser, assignment_id: object, now: datetime |
     study session that has ended, SPEC 7)."""
     now = now or timezone.now()
     if isinstance(assignment_id, bool) or not isinstance(assignment_id, int):
-        raise RatingRejected("not_found", "There is no such pair to skip.", 404)
+        raise not_found("skip")
     try:
         return _skip(rater, assignment_id, now)
     except RatingRejected as rejected:
@@ -55,9 +56,9 @@ def _skip(rater, assignment_id: int, now: datetime) -> Skipped:
         session_open(rater, profile, now)
         assignment = Assignment.objects.filter(pk=assignment_id).first()
         if assignment is None:
-            raise RatingRejected("not_found", "There is no such pair to skip.", 404)
+            raise not_found("skip")
         if assignment.rater_id != rater.pk:
-            raise RatingRejected("not_yours", "This pair was served to someone else.", 403)
+            raise not_yours()
         if assignment.stage == Pool.ATTENTION:
             raise RatingRejected(
                 "wrong_stage",
@@ -75,9 +76,7 @@ def _skip(rater, assignment_id: int, now: datetime) -> Skipped:
         closing = Assignment.objects.filter(pk=assignment.pk)
         if assignment.stage == Pool.GAME:
             pair = CaptionPair.objects.select_for_update(no_key=True).get(pk=assignment.pair_id)
-            # Conditional, under the pair lock, as the expiry sweep does: a slot is given back once.
-            if closing.filter(holds_slot=True).update(holds_slot=False):
-                pair.in_flight = max(pair.in_flight - 1, 0)
+            if slot_give_back(pair, assignment.pk):
                 pair_rank_refresh(pair)
                 pair.save(update_fields=["in_flight", "assign_rank"])
         closing.update(skipped_at=now, expires_at=now, holds_slot=False)

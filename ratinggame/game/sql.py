@@ -581,7 +581,7 @@ def write_plan(*writes: Write) -> WritePlan:
     return _write_plan(_vendor(), writes)
 
 
-# The game's writes (what each names is what ``ratinggame.game.rating`` passes, in this order).
+# The game's writes (what each names is what ``ratinggame.game.gameplay`` passes, in this order).
 RATING_INSERT = Write(
     Rating,
     (
