@@ -1,5 +1,6 @@
-"""The game stage: serving game and control pairs and scoring their ratings, the hot path (the
-checks every rating passes first, at every stage, are ``ratinggame.game.rating``'s).
+"""The game stage: serving game and control pairs and storing their ratings, the hot path (the
+checks every rating passes first, at every stage, are ``ratinggame.game.rating``'s; what a rating
+decides, from its rows alone, is ``ratinggame.game.decision``'s).
 
 The same rules as every stage (``annotators.journey``, Algorithm 1 in ``scoring.consensus``,
 the serving order in ``ratinggame.game.assignment``, the controls in ``ratinggame.game.controls``),
@@ -23,12 +24,12 @@ from datetime import datetime, timedelta
 from django.conf import settings
 
 from annotators import journey
-from annotators.journey import ControlResult, Transition, Window
+from annotators.journey import Window
 from annotators.models import RaterProfile
 from ratinggame.game import sql
-from ratinggame.game.aggregates import in_force, pair_rating_add, rater_model_of
-from ratinggame.game.assignment import Lock, game_pair_claim, order_start, pair_rank_refresh
-from ratinggame.game.controls import control_pick, control_results
+from ratinggame.game.assignment import Lock, game_pair_claim, order_start
+from ratinggame.game.controls import control_pick
+from ratinggame.game.decision import decide
 from ratinggame.game.results import (
     Feedback,
     Served,
@@ -41,7 +42,6 @@ from ratinggame.game.sql import AssignmentRow, ImageRow, PairRow, ProfileRow, Wr
 from ratinggame.game.transitions import transition_apply
 from ratinggame.models import CaptionPair, Pool, Rating, game_ratings
 from ratinggame.pairs.storage import image_storage
-from scoring.consensus import consensus_from_aggregates, player_score, player_score_from_aggregates
 
 GAME, CONTROL, ATTENTION = Pool.GAME.value, Pool.CONTROL.value, Pool.ATTENTION.value
 
@@ -217,36 +217,23 @@ def rate(
     profile: ProfileRow, assignment: AssignmentRow, pair: PairRow, value: int, now: datetime, *, serve_next: bool
 ) -> Feedback:
     """Store the rating of a game (or control) assignment, which the caller checked (``rating``:
-    the profile locked, the assignment the rater's, open and old enough, the value on the scale);
+    the profile locked, the assignment the rater's, open and old enough, the value on the scale):
+    the rows it needs read, its decision (``ratinggame.game.decision``) written, as one batch;
     with ``serve_next``, the rater's next pair is served with it."""
-    control = assignment.stage == CONTROL
-    # An attention check (SPEC 7) is in no score, window or consensus: recorded, and that is all.
-    counted = assignment.stage != ATTENTION
-    window_before = Window(count=profile.window_count, points=profile.window_points)
     window_rating_ids: list[int] = []
-    if window_before.closing and counted:
-        window_rating_ids, pair = _window_lock(profile, window_before, pair, control=control)
-    points, reference, shown = _score(profile, assignment, pair, value, control=control)
-    window = window_before.after(points) if counted else window_before
-    decided = _decided(assignment, window, window_before, window_rating_ids, value, reference, now) if counted else None
-    profile.game_score = journey.score_after(profile.game_score, points, decided)
-    profile.window_count, profile.window_points = window.count, window.points
-    transition = decided.name if decided is not None else window.outcome if window_before.open else None
-    shown |= {
-        "stage_total": profile.game_score,
-        "stage_max": None,
-        "transition": transition,
-        "window": [window.count, window.points],
-        "level": journey.level_for(profile.game_score),
-    }
+    window_before = Window(count=profile.window_count, points=profile.window_points)
+    if window_before.closing and assignment.stage != ATTENTION:
+        window_rating_ids, pair = _window_lock(profile, window_before, pair, control=assignment.stage == CONTROL)
+    decision = decide(profile, assignment, pair, value, now, window_rating_ids=window_rating_ids)
+    profile, pair = decision.profile, decision.pair
     batch = Batch()
     closed = _rating_writes(batch, assignment, pair, now=now)
-    inserted = rating_insert(batch, assignment, value, now, points, reference, shown)
+    inserted = rating_insert(batch, assignment, value, now, decision.points, decision.reference, decision.shown)
     # The rater's one open game assignment was this one: the next pair is claimed here. Never
     # waiting for a locked pair while this one is held (the lock order); a miss is served after
     # the commit, by rating_submit.
     avoid = images_to_avoid(profile.user_id, pair.image_id)
-    new = serve_new(batch, profile, now, avoid_images=avoid) if serve_next and decided is None else None
+    new = serve_new(batch, profile, now, avoid_images=avoid) if serve_next and decision.transition is None else None
     batch.add(
         sql.PROFILE_AFTER_RATING,
         *(profile.game_score, profile.window_count, profile.window_points, profile.game_serves),
@@ -261,14 +248,13 @@ def rate(
         pair_id=pair.id,
         stage=assignment.stage,
         value=value,
-        points=points,
-        reference=reference,
-        shown=shown,
+        points=decision.points,
+        reference=decision.reference,
+        shown=decision.shown,
     )
-    if decided is not None:
-        transition_apply(
-            profile=RaterProfile.objects.get(pk=profile.id), transition=decided, rating_id=feedback.rating_id
-        )
+    if decision.transition is not None:
+        rater = RaterProfile.objects.get(pk=profile.id)
+        transition_apply(profile=rater, transition=decision.transition, rating_id=feedback.rating_id)
     return feedback if new is None else replace(feedback, next=new.served(results))
 
 
@@ -286,29 +272,6 @@ def _window_lock(
     if not control:
         pair = sql.PAIR.of(next(found for found in locked if found.pk == pair.id))
     return [rating_id for rating_id, _, _ in in_window], pair
-
-
-def _score(
-    profile: ProfileRow, assignment: AssignmentRow, pair: PairRow, value: int, *, control: bool
-) -> tuple[int, int | None, dict]:
-    """(points, the consensus it was scored against, what the feedback says of it) of a game
-    rating by Algorithm 1; a game pair's aggregates, slot and rank are moved on (on ``pair``)."""
-    if assignment.stage == ATTENTION:
-        # SPEC 7: no points; the answer its caption asked for is kept as the reference.
-        return 0, pair.expert_rating, {"first_rater": False, "attention": True}
-    if control:
-        # SPEC 2.5: scored as a game pair whose two earlier ratings were the expert's.
-        reference = pair.expert_rating
-        shown = {"first_rater": False}
-        return player_score(value, [reference, reference]), reference, shown
-    before = in_force(pair)
-    first_rater = before.count == 0
-    points = 0 if first_rater else player_score_from_aggregates(value, before.count, before.total, before.total_sq)
-    shown = {"first_rater": first_rater}
-    pair.in_flight = max(pair.in_flight - 1, 0)
-    pair_rating_add(pair, value, rater_model_of(profile))
-    pair_rank_refresh(pair)
-    return points, consensus_from_aggregates(before.count, before.total), shown
 
 
 def _rating_writes(batch: "Batch", assignment: AssignmentRow, pair: PairRow, *, now: datetime) -> int:
@@ -343,27 +306,6 @@ def rating_insert(
         *(assignment.id, assignment.pair_id, assignment.rater_id, assignment.stage, value, assignment.served_at),
         *(now, points, reference, shown, False, ""),
     )
-
-
-def _decided(
-    assignment: AssignmentRow,
-    window: Window,
-    window_before: Window,
-    window_rating_ids: list[int],
-    value: int,
-    reference: int | None,
-    now: datetime,
-) -> Transition | None:
-    """What the journey decides after this game rating: the window's end (SPEC 2.3), else, after
-    a control rating, the drift rule (SPEC 2.5) over the rater's control ratings that the read of
-    the assignment carried."""
-    if window_before.open:
-        return journey.window_transition(window, window_rating_ids)
-    if assignment.stage != CONTROL:
-        return None
-    latest = ControlResult(submitted_at=now, agreement=journey.control_agreement(value, reference))
-    earlier = sql.rater_controls_read(assignment.rater_controls)
-    return journey.drift_transition(control_results(earlier, latest), window)
 
 
 def _window_ratings(profile: ProfileRow, count: int) -> list[tuple[int, int, str]]:
