@@ -1,9 +1,11 @@
-"""What one rating of the game stage decides, from rows alone: no database, no clock.
+"""What one rating decides, from rows alone: no database, no clock.
 
 A rating of a game, control or attention pair is decided here from the rater's and the pair's
 rows, the assignment, the value and the time it came in; ``ratinggame.game.gameplay`` reads those
 rows, and writes what the decision says (the rows after it, the rating with its feedback) and
-applies its transition. The rules are the journey's (``annotators.journey``) and Algorithm 1
+applies its transition. A tutorial or probation rating is decided from the expert's rating and
+where the rater is in the tutorial or the round (``teaching_decide``); ``ratinggame.game.rating``
+reads that and writes what it decided. The rules are the journey's (``annotators.journey``) and Algorithm 1
 (``scoring.consensus``); this module only puts them in the order one rating meets them, so that
 the order can be read, and tested, without a database (``tests/ratinggame/game/test_decision.py``).
 """
@@ -20,7 +22,7 @@ from ratinggame.game.assignment import pair_rank_refresh
 from ratinggame.game.controls import control_results
 from ratinggame.game.sql import AssignmentRow, PairRow, ProfileRow
 from ratinggame.models import Pool
-from scoring.consensus import consensus_from_aggregates, player_score, player_score_from_aggregates
+from scoring.consensus import consensus_from_aggregates, player_score, player_score_from_aggregates, tutorial_points
 
 GAME, CONTROL, ATTENTION = Pool.GAME.value, Pool.CONTROL.value, Pool.ATTENTION.value
 
@@ -110,3 +112,35 @@ def _decided(
     latest = ControlResult(submitted_at=now, agreement=journey.control_agreement(value, reference))
     earlier = sql.rater_controls_read(assignment.rater_controls)
     return journey.drift_transition(control_results(earlier, latest), window)
+
+
+@dataclass(frozen=True)
+class TeachingDecision:
+    """A tutorial or probation rating, decided: its points against the expert's rating, the stage's
+    points with it, and, when it was the stage's last pair, whether the rater passed
+    (``transition``: ``"<stage>_passed"`` or ``"<stage>_failed"``; None before the last pair)."""
+
+    points: int
+    total: int
+    passed: bool | None
+    shown: dict
+
+    @property
+    def finished(self) -> bool:
+        return self.passed is not None
+
+
+def teaching_decide(stage: str, value: int, expert: int, *, earlier: int, rated: int, size: int) -> TeachingDecision:
+    """The decision of ``value`` for the pair at place ``rated`` (0-based) of a tutorial or a
+    probation round of ``size`` pairs, ``earlier`` points before it (SPEC 2.1 and 2.2: 2 - |expert -
+    rating| points a pair; the pass mark, half of the tutorial's maximum and 5/8 of a round's, is
+    ``annotators.journey``'s)."""
+    points = tutorial_points(value, expert)
+    total = earlier + points
+    passed = None
+    if rated + 1 == size:
+        pass_mark = journey.tutorial_pass_mark(size) if stage == Pool.TUTORIAL else journey.probation_pass_mark(size)
+        passed = total >= pass_mark
+    transition = None if passed is None else f"{stage}_passed" if passed else f"{stage}_failed"
+    shown = {"stage_total": total, "stage_max": 2 * size, "transition": transition}
+    return TeachingDecision(points, total, passed, shown)

@@ -47,6 +47,7 @@ from annotators.models import RaterProfile
 from annotators.study.completion import Session, session_end_check, session_of
 from ratinggame.game import gameplay, sql
 from ratinggame.game.assignment import assignments_release_expired
+from ratinggame.game.decision import TeachingDecision, teaching_decide
 from ratinggame.game.results import (
     SESSION_ENDED,
     Feedback,
@@ -64,7 +65,6 @@ from ratinggame.game.results import (
 )
 from ratinggame.game.sql import ProfileRow
 from ratinggame.models import SERVED_IN_GAME, Assignment, CaptionPair, Pool, Rating
-from scoring.consensus import tutorial_points
 
 __all__ = [
     "Feedback",
@@ -357,21 +357,19 @@ def _submit_tutorial(
     remaining = [pair_id for pair_id in pair_ids if pair_id not in rated]
     if not remaining or assignment.pair_id != remaining[0]:
         raise expired()
-    points = tutorial_points(value, pair.expert_rating)
-    total = sum(points for _, points in done) + points
-    transition = None
-    if len(remaining) == 1:
-        profile.tutorial_score = total
+    earlier = sum(points for _, points in done)
+    decided = teaching_decide(
+        Pool.TUTORIAL, value, pair.expert_rating, earlier=earlier, rated=len(done), size=len(pair_ids)
+    )
+    if decided.finished:
+        profile.tutorial_score = decided.total
         profile.tutorial_completed_at = now
         profile.save(update_fields=["tutorial_score", "tutorial_completed_at"])
-        if total >= journey.tutorial_pass_mark(len(pair_ids)):
+        if decided.passed:
             progress.game_enter(profile=profile, now=now)
-            transition = "tutorial_passed"
         else:
             progress.probation_enter(profile=profile)
-            transition = "tutorial_failed"
-    shown = {"stage_total": total, "stage_max": 2 * len(pair_ids), "transition": transition}
-    return _teaching_store(assignment, pair, value, points, shown, profile, now)
+    return _teaching_store(assignment, pair, value, decided, profile, now)
 
 
 def _submit_probation(
@@ -389,42 +387,41 @@ def _submit_probation(
         raise expired()
     if assignment.pair_id != current.pair_order[current.rated]:
         raise expired()
-    points = tutorial_points(value, pair.expert_rating)
-    current.score += points
-    current.rated += 1
-    transition = None
-    size = len(current.pair_order)
-    if current.rated == size:
-        current.finished_at = now
-        current.passed = current.score >= journey.probation_pass_mark(size)
+    decided = teaching_decide(
+        Pool.PROBATION,
+        value,
+        pair.expert_rating,
+        earlier=current.score,
+        rated=current.rated,
+        size=len(current.pair_order),
+    )
+    current.score, current.rated = decided.total, current.rated + 1
+    if decided.finished:
+        current.finished_at, current.passed = now, decided.passed
     current.save(update_fields=["score", "rated", "finished_at", "passed"])
-    if current.passed:
+    if decided.passed:
         progress.game_enter(profile=profile, now=now)
-        transition = "probation_passed"
-    elif current.passed is False:
+    elif decided.passed is False and (
         # The next round, unless this failure ends a participant's session (SPEC 7): nothing
         # is served after it, and no round is left open.
-        if session is None or not session.ends_with(
-            stage=assignment.stage, served_at=assignment.served_at, now=now, failed_round=True
-        ):
-            progress.probation_round_start(profile=profile)
-        transition = "probation_failed"
-    shown = {"stage_total": current.score, "stage_max": 2 * size, "transition": transition}
-    return _teaching_store(assignment, pair, value, points, shown, profile, now)
+        session is None
+        or not session.ends_with(stage=assignment.stage, served_at=assignment.served_at, now=now, failed_round=True)
+    ):
+        progress.probation_round_start(profile=profile)
+    return _teaching_store(assignment, pair, value, decided, profile, now)
 
 
 def _teaching_store(
     assignment: sql.AssignmentRow,
     pair: sql.PairRow,
     value: int,
-    points: int,
-    shown: dict,
+    decided: TeachingDecision,
     profile: RaterProfile,
     now: datetime,
 ) -> Feedback:
     """Store a tutorial or probation rating and close its assignment, as a game rating's writes go
     (``gameplay.Batch``); its feedback with the pair's explanation."""
-    shown = {**shown, "level": journey.level_for(profile.game_score)}
+    points, shown = decided.points, {**decided.shown, "level": journey.level_for(profile.game_score)}
     batch = gameplay.Batch()
     closed = batch.add(sql.ASSIGNMENT_CLOSE, False, now, assignment.id)
     inserted = gameplay.rating_insert(batch, assignment, value, now, points, pair.expert_rating, shown)

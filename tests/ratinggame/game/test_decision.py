@@ -1,15 +1,16 @@
-"""A game-stage rating's decision from rows alone (``ratinggame.game.decision``): no database.
+"""A rating's decision from rows alone (``ratinggame.game.decision``): no database.
 
 The numbers are SPEC 3's worked examples of Algorithm 1, SPEC 2.3's window (20 ratings, 25
-points) and SPEC 2.5's drift rule. No test here has the ``django_db`` mark: pytest-django refuses
-any query, so each test also shows that the decision reads and writes nothing.
+points), SPEC 2.5's drift rule and SPEC 2.1 and 2.2's pass marks (10 of 20, 25 of 40). No test
+here has the ``django_db`` mark: pytest-django refuses any query, so each test also shows that
+the decision reads and writes nothing.
 """
 
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from ratinggame.game.decision import decide
+from ratinggame.game.decision import decide, teaching_decide
 from ratinggame.game.sql import AssignmentRow, PairRow, ProfileRow
 
 NOW = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
@@ -152,3 +153,35 @@ def test_a_control_that_brings_the_mean_agreement_under_the_threshold_sends_the_
     # Exact this time (2): mean 1.33, and the rater goes on.
     kept = decide(profile_row(), assignment_row("control", earlier), pair, 4, NOW)
     assert kept.transition is None and kept.profile.game_score == 102
+
+
+# --- Tutorial and probation (SPEC 2.1 and 2.2) -------------------------------------------------------
+
+
+@pytest.mark.parametrize(("value", "points"), [(4, 2), (3, 1), (5, 1), (1, -1)])
+def test_a_teaching_rating_scores_2_minus_its_distance_to_the_expert(value, points):
+    decided = teaching_decide("tutorial", value, 4, earlier=3, rated=2, size=10)
+    assert (decided.points, decided.total, decided.passed, decided.finished) == (points, 3 + points, None, False)
+    assert decided.shown == {"stage_total": 3 + points, "stage_max": 20, "transition": None}
+
+
+@pytest.mark.parametrize(
+    ("stage", "size", "earlier", "value", "passed"),
+    [
+        ("tutorial", 10, 8, 4, True),  # 10 of 20: at least 10 passes
+        ("tutorial", 10, 8, 3, False),  # 9
+        ("probation", 20, 23, 4, True),  # 25 of 40: at least 25 passes
+        ("probation", 20, 23, 3, False),  # 24
+    ],
+)
+def test_the_last_pair_of_a_tutorial_or_a_round_decides_it_at_its_pass_mark(stage, size, earlier, value, passed):
+    decided = teaching_decide(stage, value, 4, earlier=earlier, rated=size - 1, size=size)
+    assert decided.finished and decided.passed is passed
+    assert decided.shown["transition"] == f"{stage}_{'passed' if passed else 'failed'}"
+    assert decided.shown["stage_max"] == 2 * size
+
+
+def test_a_smaller_tutorial_passes_at_half_its_maximum():
+    # 4 tutorial pairs: the pass mark is 4 of 8 (SPEC 2.1's 10 of 20, scaled).
+    assert teaching_decide("tutorial", 4, 4, earlier=2, rated=3, size=4).passed is True
+    assert teaching_decide("tutorial", 3, 4, earlier=2, rated=3, size=4).passed is False
