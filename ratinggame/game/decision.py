@@ -5,12 +5,14 @@ rows, the assignment, the value and the time it came in; ``ratinggame.game.gamep
 rows, and writes what the decision says (the rows after it, the rating with its feedback) and
 applies its transition. A tutorial or probation rating is decided from the expert's rating and
 where the rater is in the tutorial or the round (``teaching_decide``); ``ratinggame.game.rating``
-reads that and writes what it decided. The rules are the journey's (``annotators.journey``) and Algorithm 1
-(``scoring.consensus``); this module only puts them in the order one rating meets them, so that
-the order can be read, and tested, without a database (``tests/ratinggame/game/test_decision.py``).
+reads that and writes what it decided. The rules are the journey's (``annotators.journey``) and
+Algorithm 1 (``scoring.consensus``); this module only puts them in the order one rating meets
+them, so that the order can be read, and tested, without a database
+(``tests/ratinggame/game/test_decision.py``).
 """
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -48,7 +50,7 @@ def decide(
     value: int,
     now: datetime,
     *,
-    window_rating_ids: list[int] = (),
+    window_rating_ids: Sequence[int] = (),
 ) -> Decision:
     """The decision of ``value`` for ``assignment``, which the caller checked (the rater's, open,
     old enough, the value on the scale). ``window_rating_ids``: when this rating closes the
@@ -97,7 +99,7 @@ def _decided(
     assignment: AssignmentRow,
     window: Window,
     window_before: Window,
-    window_rating_ids: list[int],
+    window_rating_ids: Sequence[int],
     value: int,
     reference: int | None,
     now: datetime,
