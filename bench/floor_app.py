@@ -8,12 +8,12 @@ with its pair locked, the claim, every write in one statement; BEGIN and COMMIT)
 game prepares them (``ratinggame.game.prepared``), over one psycopg2 connection per worker, with no
 Django on the request: no middleware, no URL routing, no authentication classes, no ORM, no
 serializer. The Python between the statements is the least that keeps the same rows changing as the
-game changes them (the pair's counters and serving rank, the rater's serves for the next claim's
-start); points are not scored (Algorithm 1 is the project's code, which the floor leaves out),
+game changes them (the pair's counters, label evidence and serving rank, the rater's serves for the
+next claim's start); points are not scored (Algorithm 1 is the project's code, which the floor leaves out),
 control pairs are not served. Django is set up once, at import: the statements are the game's own
 (built from the models), and so is the little game code between them that the rows must agree with
-(a row read by the game's converters, ``sql.PAIR.read``; the claim's parameters; the serving rank,
-``pair_rank_refresh``).
+(a row read by the game's converters, ``sql.PAIR.read``; the claim's parameters; the counters,
+``pair_rating_add``; the serving rank, ``pair_rank_refresh``).
 
     gunicorn --pythonpath bench floor_app:application   (DATABASE_URL names the bench database)
 """
@@ -37,6 +37,7 @@ django.setup()
 from django.conf import settings  # noqa: E402
 
 from ratinggame.game import prepared, sql  # noqa: E402
+from ratinggame.game.aggregates import pair_rating_add  # noqa: E402
 from ratinggame.game.assignment import claim_statements, order_start, pair_rank_refresh  # noqa: E402
 from ratinggame.game.gameplay import images_to_avoid  # noqa: E402
 
@@ -107,7 +108,7 @@ def _next(cursor, profile: sql.ProfileRow, now: datetime) -> dict:
         [
             *(pair.in_flight, pair.assign_rank, pair.id),
             *(profile.user_id, pair.id, "game", now, now + EXPIRY, None, True),
-            *(profile.game_serves + 1, profile.id),
+            *(profile.game_serves + 1, profile.control_owed_at, profile.controls_owed, profile.id),
         ],
     )
     return {"assignment_id": cursor.fetchone()[1], "caption": pair.caption}
@@ -122,11 +123,7 @@ def _submit(cursor, profile: sql.ProfileRow, assignment_id: int, value: int, now
     pair = sql.PAIR.read(row[sql.ASSIGNMENT.width : sql.ASSIGNMENT.width + sql.PAIR.width])
     if assignment.rater_id != profile.user_id or assignment.submitted_at is not None:
         return 409, {"code": "not_yours_or_rated"}
-    pair.human_count, pair.human_sum, pair.human_sumsq = (
-        pair.human_count + 1,
-        pair.human_sum + value,
-        pair.human_sumsq + value * value,
-    )
+    pair_rating_add(pair, value, None)  # the counters and the label evidence, as the game moves them
     pair.in_flight = max(pair.in_flight - 1, 0)
     pair_rank_refresh(pair)
     following = _claim(cursor, profile, images_to_avoid(profile.user_id, pair.image_id))
@@ -138,12 +135,14 @@ def _submit(cursor, profile: sql.ProfileRow, assignment_id: int, value: int, now
         RATE_AND_SERVE,
         [
             *(False, now, assignment.id, True),
-            *(pair.human_count, pair.human_sum, pair.human_sumsq, pair.in_flight, pair.assign_rank, pair.id),
+            *(pair.human_count, pair.human_sum, pair.human_sumsq, json.dumps(pair.label_evidence)),
+            *(pair.in_flight, pair.assign_rank, pair.id),
             *(assignment.id, pair.id, profile.user_id, "game", value, assignment.served_at, now),
             *(0, None, json.dumps(shown), False, ""),
             *(following.in_flight, following.assign_rank, following.id),
             *(profile.user_id, following.id, "game", now, now + EXPIRY, None, True),
-            *(profile.game_score, profile.window_count, profile.window_points, profile.game_serves + 1, profile.id),
+            *(profile.game_score, profile.window_count, profile.window_points, profile.game_serves + 1),
+            *(profile.control_owed_at, profile.controls_owed, profile.id),
         ],
     )
     results = cursor.fetchone()
