@@ -52,6 +52,7 @@ import cProfile
 import http.client
 import io
 import json
+import math
 import os
 import pstats
 import random
@@ -860,6 +861,11 @@ def goals(figures: dict, statements: dict) -> None:
         met = figure["p99"] <= 100 and not figure["missed"]
         print(f"goal open loop at {rate:g} ratings/s, p99 <= 100 ms: {figure['p99']:.1f} ms" + _met(met))
     figures = {key: runs for key, runs in figures.items() if key[0] != "open"}
+    dry = sorted({f"{mode}, {count} raters" for (mode, count), runs in figures.items() for run in runs if _dry(run)})
+    if dry:
+        # Told none_left: the pool ran out of pairs to rate, and those runs measured no rating path
+        # (the ratios leave their rounds out; the runs before them may have found the pool thinning).
+        print(f"WARNING: the pool ran out of pairs in {'; '.join(dry)}: rerun with a larger --sizes")
     if 50 in one:
         rate = _median(one[50], "rate")
         print(f"goal >= 300 ratings/s with 50 raters: {rate:.0f}" + _met(rate >= 300))
@@ -892,10 +898,16 @@ def _median(runs: list[dict], name: str) -> float:
     return statistics.median(run[name] for run in runs)
 
 
+def _dry(run: dict) -> bool:
+    return any(code.endswith(":none_left") for code in run["errors"])
+
+
 def _ratio(runs: list[dict], against: list[dict]) -> tuple[float, str]:
-    """The median of the rounds' ratios of ratings/s, and the rounds' own (when there are several)."""
-    ratios = [run["rate"] / other["rate"] for run, other in zip(runs, against, strict=True)]
-    return statistics.median(ratios), _rounds(ratios, "{:.2f}")
+    """The median of the rounds' ratios of ratings/s, and the rounds' own (when there are several);
+    rounds in which either run found the pool empty are left out (NaN when none is left)."""
+    kept = [(run, other) for run, other in zip(runs, against, strict=True) if other["rate"] and not _dry(run)]
+    ratios = [run["rate"] / other["rate"] for run, other in kept if not _dry(other)]
+    return (statistics.median(ratios) if ratios else math.nan), _rounds(ratios, "{:.2f}")
 
 
 def _rounds(values: list[float], form: str) -> str:
