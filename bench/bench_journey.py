@@ -638,6 +638,7 @@ def throughput(
         "rating_p99": percentile(result["rating_ms"], 99),
         "lost": acked - stored,
         "web_cpu_ms": cpu_ms["gunicorn"],
+        "errors": result["errors"],
     }
     print(
         f"  {MODE_NAMES[mode]}, {count} raters: {figures['rate']:.0f} ratings/s over {result['elapsed']:.1f} s | "
