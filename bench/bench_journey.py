@@ -906,8 +906,11 @@ def _dry(run: dict) -> bool:
 def _ratio(runs: list[dict], against: list[dict]) -> tuple[float, str]:
     """The median of the rounds' ratios of ratings/s, and the rounds' own (when there are several);
     rounds in which either run found the pool empty are left out (NaN when none is left)."""
-    kept = [(run, other) for run, other in zip(runs, against, strict=True) if other["rate"] and not _dry(run)]
-    ratios = [run["rate"] / other["rate"] for run, other in kept if not _dry(other)]
+    ratios = [
+        run["rate"] / other["rate"]
+        for run, other in zip(runs, against, strict=True)
+        if other["rate"] and not (_dry(run) or _dry(other))
+    ]
     return (statistics.median(ratios) if ratios else math.nan), _rounds(ratios, "{:.2f}")
 
 

@@ -246,10 +246,10 @@ def _answers(requests, *, through_drf: bool, monkeypatch) -> list:
     return answered
 
 
-def _session_client(user, **options) -> tuple[APIClient, str]:
-    client = APIClient(enforce_csrf_checks=True, **options)
+def _session_client(user, *, secure: bool = False) -> tuple[APIClient, str]:
+    client = APIClient(enforce_csrf_checks=True)
     client.force_login(user)
-    client.get("/play/", follow=True, secure=options.get("secure", False))  # sets the CSRF cookie
+    client.get("/play/", follow=True, secure=secure)  # sets the CSRF cookie
     return client, client.cookies["csrftoken"].value
 
 
