@@ -72,6 +72,9 @@ class RaterProfile(models.Model):
     # without a query of its own.
     game_skips = models.PositiveIntegerField(default=0, editable=False)
     order_seed = models.BigIntegerField(default=random_seed, editable=False)
+    # The images of the rater's latest game serves, newest last, as many as the next serve keeps
+    # away from (``ratinggame.game.gameplay.images_to_avoid``, SPEC 5): written with each serve.
+    recent_images = models.JSONField(default=list, editable=False)
     # The rater's ordinal model (scoring.ordinal: precision, severity and lapse on the 5-level scale),
     # fitted by the periodic competency job; empty until its first fit (the population's then).
     label_precision = models.FloatField(null=True, blank=True, editable=False)

@@ -39,7 +39,7 @@ from django.conf import settings  # noqa: E402
 from ratinggame.game import prepared, sql  # noqa: E402
 from ratinggame.game.aggregates import pair_rating_add  # noqa: E402
 from ratinggame.game.assignment import claim_statements, order_start, pair_rank_refresh  # noqa: E402
-from ratinggame.game.gameplay import images_to_avoid  # noqa: E402
+from ratinggame.game.gameplay import images_seen, images_to_avoid  # noqa: E402
 
 VENDOR = "postgresql"
 RATER = sql.STATEMENTS["rater_by_token"](VENDOR).sql
@@ -80,10 +80,10 @@ def _run(cursor, statement: str, params: list) -> None:
     prepared.execute(cursor, cursor.connection, VENDOR, statement, params)
 
 
-def _claim(cursor, profile: sql.ProfileRow, avoid_images: tuple[int, ...]):
+def _claim(cursor, profile: sql.ProfileRow):
     """The next pair of the rater's order, locked and counted (the game's claim statement)."""
     start = order_start(profile.order_seed, profile.game_serves)
-    for statement, params in claim_statements(profile.user_id, start, avoid_images):
+    for statement, params in claim_statements(profile.user_id, start, images_to_avoid(profile)):
         _run(cursor, statement, params)
         if (row := cursor.fetchone()) is not None:
             break
@@ -96,10 +96,8 @@ def _claim(cursor, profile: sql.ProfileRow, avoid_images: tuple[int, ...]):
 
 
 def _next(cursor, profile: sql.ProfileRow, now: datetime) -> dict:
-    _run(cursor, LATEST, [profile.user_id])
-    latest = cursor.fetchone()
-    avoid = sql.ASSIGNMENT.width + 1  # the pair's image_id, after the assignment's columns and its id
-    pair = _claim(cursor, profile, images_to_avoid(profile.user_id, latest[avoid] if latest else None))
+    _run(cursor, LATEST, [profile.user_id])  # the game's read of an open pair (the floor's clients hold none)
+    pair = _claim(cursor, profile)
     if pair is None:
         return {"detail": "none left", "code": "none_left"}
     _run(
@@ -108,7 +106,8 @@ def _next(cursor, profile: sql.ProfileRow, now: datetime) -> dict:
         [
             *(pair.in_flight, pair.assign_rank, pair.id),
             *(profile.user_id, pair.id, "game", now, now + EXPIRY, None, True),
-            *(profile.game_serves + 1, profile.control_owed_at, profile.controls_owed, profile.id),
+            *(profile.game_serves + 1, profile.control_owed_at, profile.controls_owed),
+            *(json.dumps(images_seen(profile.recent_images, pair.image_id)), profile.id),
         ],
     )
     return {"assignment_id": cursor.fetchone()[1], "caption": pair.caption}
@@ -126,7 +125,7 @@ def _submit(cursor, profile: sql.ProfileRow, assignment_id: int, value: int, now
     pair_rating_add(pair, value, None)  # the counters and the label evidence, as the game moves them
     pair.in_flight = max(pair.in_flight - 1, 0)
     pair_rank_refresh(pair)
-    following = _claim(cursor, profile, images_to_avoid(profile.user_id, pair.image_id))
+    following = _claim(cursor, profile)
     if following is None:
         return 409, {"code": "none_left"}
     shown = {"stage_total": profile.game_score, "window": [profile.window_count, profile.window_points]}
@@ -142,7 +141,8 @@ def _submit(cursor, profile: sql.ProfileRow, assignment_id: int, value: int, now
             *(following.in_flight, following.assign_rank, following.id),
             *(profile.user_id, following.id, "game", now, now + EXPIRY, None, True),
             *(profile.game_score, profile.window_count, profile.window_points, profile.game_serves + 1),
-            *(profile.control_owed_at, profile.controls_owed, profile.id),
+            *(profile.control_owed_at, profile.controls_owed),
+            *(json.dumps(images_seen(profile.recent_images, following.image_id)), profile.id),
         ],
     )
     results = cursor.fetchone()

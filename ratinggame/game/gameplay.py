@@ -97,7 +97,6 @@ def skip_state(profile: ProfileRow, stage: str) -> dict:
 def serve(profile: ProfileRow, now: datetime, *, wait: bool) -> Served | None:
     """The rater's open game pair (a control's too), or their next one; None when none is free."""
     latest = sql.latest_game_assignment().fetchone(profile.user_id)
-    avoid_image = None
     if latest is not None:
         assignment, pair, image = _split(latest, sql.ASSIGNMENT, sql.PAIR, sql.IMAGE)
         if assignment.submitted_at is None and assignment.expires_at > now:
@@ -110,22 +109,24 @@ def serve(profile: ProfileRow, now: datetime, *, wait: bool) -> Served | None:
                 image,
                 **skip_state(profile, assignment.stage),
             )
-        avoid_image = pair.image_id
     batch = Batch()
-    new = serve_new(batch, profile, now, avoid_images=images_to_avoid(profile.user_id, avoid_image), wait=wait)
+    new = serve_new(batch, profile, now, wait=wait)
     if new is None:
         return None
-    batch.add(sql.PROFILE_SERVED, profile.game_serves, profile.control_owed_at, profile.controls_owed, profile.id)
+    batch.add(
+        sql.PROFILE_SERVED,
+        *(profile.game_serves, profile.control_owed_at, profile.controls_owed, profile.recent_images, profile.id),
+    )
     return new.served(batch.run())
 
 
-def serve_new(
-    batch: Batch, profile: ProfileRow, now: datetime, *, avoid_images: tuple[int, ...], wait: bool = False
-) -> NewServe | None:
+def serve_new(batch: Batch, profile: ProfileRow, now: datetime, *, wait: bool = False) -> NewServe | None:
     """The rater's next game serve, added to ``batch``: a control pair when this serve is their
     block's control (SPEC 2.5), else the next game pair of their order, with the slot it takes
-    (SPEC 5); None when no game pair is free. Counts the serve on ``profile`` (the caller writes it)."""
+    (SPEC 5); None when no game pair is free. Counts the serve and its image on ``profile`` (the
+    caller writes them)."""
     serve_number = profile.game_serves
+    avoid_images = images_to_avoid(profile)
     expires_at = now + timedelta(seconds=settings.RATINGGAME["ASSIGNMENT_EXPIRY_SECONDS"])
     found, stage = None, GAME
     if journey.control_due_now(profile.order_seed, serve_number, profile.control_owed_at, profile.controls_owed):
@@ -152,16 +153,27 @@ def serve_new(
         )
     insert = batch.add(sql.ASSIGNMENT_INSERT, profile.user_id, pair.id, stage, now, expires_at, None, holds_slot)
     profile.game_serves = serve_number + 1
+    profile.recent_images = images_seen(profile.recent_images, pair.image_id)
     return NewServe(stage, pair, image, now, expires_at, insert, skip_state(profile, stage))
 
 
-def images_to_avoid(rater_id: int, latest: int | None) -> tuple[int, ...]:
+# How many of the rater's latest game serves (controls and attention checks too) the next one
+# keeps their images away from (SPEC 5: never two captions of one image in a row).
+IMAGES_AVOIDED = 1
+
+
+def images_to_avoid(profile: ProfileRow | RaterProfile) -> tuple[int, ...]:
     """The images the rater's next game serve keeps away from while a pair of another image is
-    open (SPEC 5: two captions of one image never one after the other): the image of their latest
-    serve, ``latest`` (which every caller has at hand: no query). The one place that decides it:
-    every serve, the serve with a rating and the next image's guess ask this, and the claim and
-    the control pick take however many images it gives."""
-    return () if latest is None else (latest,)
+    open: those of their latest ``IMAGES_AVOIDED`` serves, which the profile carries (read with it,
+    so no query). The one place that decides it: every serve, the serve with a rating and the next
+    image's guess ask this, and the claim and the control pick take however many images it gives."""
+    return tuple(profile.recent_images[-IMAGES_AVOIDED:])
+
+
+def images_seen(recent: list[int], image_id: int) -> list[int]:
+    """The profile's ``recent_images`` after a serve of an image of ``image_id``: the newest last,
+    as many as ``images_to_avoid`` reads."""
+    return [*recent, image_id][-IMAGES_AVOIDED:]
 
 
 def served_of(
@@ -232,12 +244,11 @@ def rate(
     # The rater's one open game assignment was this one: the next pair is claimed here. Never
     # waiting for a locked pair while this one is held (the lock order); a miss is served after
     # the commit, by rating_submit.
-    avoid = images_to_avoid(profile.user_id, pair.image_id)
-    new = serve_new(batch, profile, now, avoid_images=avoid) if serve_next and decision.transition is None else None
+    new = serve_new(batch, profile, now) if serve_next and decision.transition is None else None
     batch.add(
         sql.PROFILE_AFTER_RATING,
         *(profile.game_score, profile.window_count, profile.window_points, profile.game_serves),
-        *(profile.control_owed_at, profile.controls_owed, profile.id),
+        *(profile.control_owed_at, profile.controls_owed, profile.recent_images, profile.id),
     )
     results = batch.run()
     if not results[closed]:

@@ -15,7 +15,7 @@ from ratinggame.game.assignment import Lock, game_pair_claim, order_start
 from ratinggame.game.controls import control_pick
 from ratinggame.game.gameplay import images_to_avoid
 from ratinggame.game.rating import Served
-from ratinggame.models import CaptionPair, Image, Pool
+from ratinggame.models import Image, Pool
 
 
 def next_pair_image(*, rater: AbstractBaseUser, served: Served) -> Image | None:
@@ -36,8 +36,7 @@ def _next_pair_id(rater: AbstractBaseUser, served: Served) -> int | None:
             return None
         return current.pair_order[following]
     profile = progress.profile_for(rater)
-    image = CaptionPair.objects.filter(pk=served.pair_id).values_list("image_id", flat=True).first()
-    avoid = images_to_avoid(rater.pk, image)
+    avoid = images_to_avoid(profile)  # the open pair's image is the latest of them
     serve = profile.game_serves  # the open pair was serve game_serves - 1
     if journey.control_due(profile.order_seed, serve):
         control = control_pick(rater_id=rater.pk, seed=profile.order_seed, avoid_images=avoid)

@@ -77,6 +77,7 @@ class ProfileRow:
     label_precision: float | None
     label_severity: float | None
     label_lapse: float | None
+    recent_images: list
     # Not a column of the profile's table: read beside it by every statement that locks the
     # profile for a serve or a rating (``participant_of``), so the study's session gate (SPEC 7)
     # costs a rater who did not come through a platform link nothing.
@@ -606,9 +607,13 @@ PAIR_RATED = Write(
 )
 PAIR_SLOT_TAKEN = Write(CaptionPair, ("in_flight", "assign_rank"))
 PROFILE_AFTER_RATING = Write(
-    RaterProfile, ("game_score", "window_count", "window_points", "game_serves", "control_owed_at", "controls_owed")
+    RaterProfile,
+    (
+        *("game_score", "window_count", "window_points"),
+        *("game_serves", "control_owed_at", "controls_owed", "recent_images"),
+    ),
 )
-PROFILE_SERVED = Write(RaterProfile, ("game_serves", "control_owed_at", "controls_owed"))
+PROFILE_SERVED = Write(RaterProfile, ("game_serves", "control_owed_at", "controls_owed", "recent_images"))
 WRITES = (
     RATING_INSERT,
     ASSIGNMENT_INSERT,

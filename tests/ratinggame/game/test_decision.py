@@ -36,6 +36,7 @@ def profile_row(**fields) -> ProfileRow:
         "label_precision": None,
         "label_severity": None,
         "label_lapse": None,
+        "recent_images": [],
     }
     return ProfileRow(**(values | fields))
 
