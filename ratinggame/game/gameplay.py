@@ -4,11 +4,11 @@ decides, from its rows alone, is ``ratinggame.game.decision``'s).
 
 The same rules as every stage (``annotators.journey``, Algorithm 1 in ``scoring.consensus``,
 the serving order in ``ratinggame.game.assignment``, the controls in ``ratinggame.game.controls``),
-read and written through the prepared statements of ``ratinggame.game.sql``: the rater's profile
-as a row (locked by the caller, ``rating.py``), the assignment with its pair (the pair locked by
-the same read), the next pair's claim, and every write of the rating and the next serve as one
-statement on PostgreSQL (``sql.write_plan``). Rare turns (the qualification window's last rating,
-a journey ``Transition``) take the ORM as the other stages do.
+read and written through ``ratinggame.game.gateway``: the rater's profile as a row (locked by the
+caller, ``rating.py``), the assignment with its pair (the pair locked by the same read), the next
+pair's claim, and every write of the rating and the next serve as one statement on PostgreSQL
+(``gateway.Batch``). Rare turns (the qualification window's last rating, a journey
+``Transition``) take the ORM as the other stages do.
 
 Control pairs (SPEC 2.5) are served, shown and scored as game pairs: their assignments and
 ratings carry the stage "control" (out of every consensus, cap and export) but everything the
@@ -26,40 +26,24 @@ from django.conf import settings
 from annotators import journey
 from annotators.journey import Window
 from annotators.models import RaterProfile
-from ratinggame.game import sql
+from ratinggame.game import gateway, sql
 from ratinggame.game.assignment import Lock, game_pair_claim, order_start
 from ratinggame.game.controls import control_pick
 from ratinggame.game.decision import decide
+from ratinggame.game.gateway import Batch
 from ratinggame.game.results import (
     Feedback,
     Served,
     expired,
     feedback_shown,
-    not_found,
     shown_stage,
 )
-from ratinggame.game.sql import AssignmentRow, ImageRow, PairRow, ProfileRow, Write
+from ratinggame.game.sql import AssignmentRow, ImageRow, PairRow, ProfileRow
 from ratinggame.game.transitions import transition_apply
-from ratinggame.models import CaptionPair, Pool, Rating, game_ratings
+from ratinggame.models import Pool
 from ratinggame.pairs.storage import image_storage
 
 GAME, CONTROL, ATTENTION = Pool.GAME.value, Pool.CONTROL.value, Pool.ATTENTION.value
-
-
-class Batch:
-    """The writes of one transaction, collected in order and sent together (``sql.write_plan``)."""
-
-    def __init__(self) -> None:
-        self.writes: list[Write] = []
-        self.values: list[tuple] = []
-
-    def add(self, write: Write, *values) -> int:
-        self.writes.append(write)
-        self.values.append(values)
-        return len(self.writes) - 1
-
-    def run(self) -> list[int]:
-        return sql.write_plan(*self.writes).run(self.values)
 
 
 @dataclass
@@ -96,9 +80,9 @@ def skip_state(profile: ProfileRow, stage: str) -> dict:
 
 def serve(profile: ProfileRow, now: datetime, *, wait: bool) -> Served | None:
     """The rater's open game pair (a control's too), or their next one; None when none is free."""
-    latest = sql.latest_game_assignment().fetchone(profile.user_id)
+    latest = gateway.latest_game_serve(profile.user_id)
     if latest is not None:
-        assignment, pair, image = _split(latest, sql.ASSIGNMENT, sql.PAIR, sql.IMAGE)
+        assignment, pair, image = latest
         if assignment.submitted_at is None and assignment.expires_at > now:
             return served_of(
                 assignment.id,
@@ -113,10 +97,7 @@ def serve(profile: ProfileRow, now: datetime, *, wait: bool) -> Served | None:
     new = serve_new(batch, profile, now, wait=wait)
     if new is None:
         return None
-    batch.add(
-        sql.PROFILE_SERVED,
-        *(profile.game_serves, profile.control_owed_at, profile.controls_owed, profile.recent_images, profile.id),
-    )
+    gateway.profile_writes(batch, profile, rated=False)
     return new.served(batch.run())
 
 
@@ -144,14 +125,12 @@ def serve_new(batch: Batch, profile: ProfileRow, now: datetime, *, wait: bool = 
         stage = GAME
         if found is None:
             return None
-        batch.add(sql.PAIR_SLOT_TAKEN, found[0].in_flight, found[0].assign_rank, found[0].id)
     pair, image = found
-    holds_slot = stage == GAME
     if stage == CONTROL:
         profile.control_owed_at, profile.controls_owed = journey.control_owed_after(
             profile.order_seed, serve_number, profile.control_owed_at, profile.controls_owed
         )
-    insert = batch.add(sql.ASSIGNMENT_INSERT, profile.user_id, pair.id, stage, now, expires_at, None, holds_slot)
+    insert = gateway.serve_writes(batch, profile, pair, stage, now, expires_at)
     profile.game_serves = serve_number + 1
     profile.recent_images = images_seen(profile.recent_images, pair.image_id)
     return NewServe(stage, pair, image, now, expires_at, insert, skip_state(profile, stage))
@@ -213,18 +192,6 @@ def served_of(
 # --- Submitting -----------------------------------------------------------------------------------
 
 
-def assignment_read(assignment_id: int, *, lock: bool) -> tuple[AssignmentRow, PairRow, sql.RatingRow]:
-    """An assignment with its pair (row-locked with ``lock``) and its rating (``id`` None when it
-    has none), at every stage; raises ``not_found``."""
-    read = sql.assignment_locking_pair() if lock else sql.assignment_with_pair()
-    row = read.fetchone(False, journey.drift_window() - 1, assignment_id)
-    if row is None:
-        raise not_found()
-    assignment, pair, rating = _split(row, sql.ASSIGNMENT, sql.PAIR, sql.RATING)
-    assignment.rater_controls = row[-1]
-    return assignment, pair, rating
-
-
 def rate(
     profile: ProfileRow, assignment: AssignmentRow, pair: PairRow, value: int, now: datetime, *, serve_next: bool
 ) -> Feedback:
@@ -235,21 +202,20 @@ def rate(
     window_rating_ids: list[int] = []
     window_before = Window(count=profile.window_count, points=profile.window_points)
     if window_before.closing and assignment.stage != ATTENTION:
-        window_rating_ids, pair = _window_lock(profile, window_before, pair, control=assignment.stage == CONTROL)
+        window_rating_ids, pair = gateway.window_lock(
+            profile, window_before.count, pair, control=assignment.stage == CONTROL
+        )
     decision = decide(profile, assignment, pair, value, now, window_rating_ids=window_rating_ids)
     profile, pair = decision.profile, decision.pair
     batch = Batch()
-    closed = _rating_writes(batch, assignment, pair, now=now)
-    inserted = rating_insert(batch, assignment, value, now, decision.points, decision.reference, decision.shown)
+    closed, inserted = gateway.rating_writes(
+        batch, assignment, pair, value, now, points=decision.points, reference=decision.reference, shown=decision.shown
+    )
     # The rater's one open game assignment was this one: the next pair is claimed here. Never
     # waiting for a locked pair while this one is held (the lock order); a miss is served after
     # the commit, by rating_submit.
     new = serve_new(batch, profile, now) if serve_next and decision.transition is None else None
-    batch.add(
-        sql.PROFILE_AFTER_RATING,
-        *(profile.game_score, profile.window_count, profile.window_points, profile.game_serves),
-        *(profile.control_owed_at, profile.controls_owed, profile.recent_images, profile.id),
-    )
+    gateway.profile_writes(batch, profile, rated=True)
     results = batch.run()
     if not results[closed]:
         raise expired()  # the caller's transaction rolls back: nothing of this rating is stored
@@ -264,68 +230,10 @@ def rate(
         shown=decision.shown,
     )
     if decision.transition is not None:
-        rater = RaterProfile.objects.get(pk=profile.id)
-        transition_apply(profile=rater, transition=decision.transition, rating_id=feedback.rating_id)
+        transition_apply(
+            profile=gateway.profile_model(profile), transition=decision.transition, rating_id=feedback.rating_id
+        )
     return feedback if new is None else replace(feedback, next=new.served(results))
-
-
-def _window_lock(
-    profile: ProfileRow, window_before: Window, pair: PairRow, *, control: bool
-) -> tuple[list[int], PairRow]:
-    """This rating closes the qualification window, which may fail and take all of its pairs out
-    of consensus: lock them all now, in id order, before scoring (control pairs have no consensus
-    and are never locked for it). The window's rating ids, and the rated pair as locked."""
-    in_window = _window_ratings(profile, window_before.count)
-    lock_ids = {pair_id for _, pair_id, stage in in_window if stage == GAME}
-    if not control:
-        lock_ids.add(pair.id)
-    locked = list(CaptionPair.objects.select_for_update(no_key=True).filter(pk__in=sorted(lock_ids)).order_by("id"))
-    if not control:
-        pair = sql.PAIR.of(next(found for found in locked if found.pk == pair.id))
-    return [rating_id for rating_id, _, _ in in_window], pair
-
-
-def _rating_writes(batch: "Batch", assignment: AssignmentRow, pair: PairRow, *, now: datetime) -> int:
-    """The assignment turned into a rating, and a game pair's new aggregates (a control or an
-    attention check has none); the close's index in the batch (its count is 0 when the assignment
-    was no longer open)."""
-    if assignment.stage != GAME:
-        return batch.add(sql.ASSIGNMENT_CLOSE, False, now, assignment.id)
-    # A game pair's assignment gives its slot back: if the slot is gone already, expired and
-    # released to another rater, the rating would overfill the pair.
-    closed = batch.add(sql.GAME_ASSIGNMENT_CLOSE, False, now, assignment.id, True)
-    batch.add(
-        sql.PAIR_RATED,
-        *(pair.human_count, pair.human_sum, pair.human_sumsq, pair.label_evidence),
-        *(pair.in_flight, pair.assign_rank, pair.id),
-    )
-    return closed
-
-
-def rating_insert(
-    batch: "Batch",
-    assignment: AssignmentRow,
-    value: int,
-    now: datetime,
-    points: int,
-    reference: int | None,
-    shown: dict,
-) -> int:
-    """The rating's row, at every stage; its index in the batch."""
-    return batch.add(
-        sql.RATING_INSERT,
-        *(assignment.id, assignment.pair_id, assignment.rater_id, assignment.stage, value, assignment.served_at),
-        *(now, points, reference, shown, False, ""),
-    )
-
-
-def _window_ratings(profile: ProfileRow, count: int) -> list[tuple[int, int, str]]:
-    """(rating id, pair id, stage) of the rater's last ``count`` game ratings of this window
-    (game and control pairs), not excluded."""
-    ratings = Rating.objects.filter(game_ratings(), rater_id=profile.user_id, excluded=False)
-    if profile.game_entered_at is not None:
-        ratings = ratings.filter(submitted_at__gte=profile.game_entered_at)
-    return list(ratings.order_by("-id").values_list("id", "pair_id", "stage")[:count])
 
 
 def feedback_of(rating: sql.RatingRow, assignment: AssignmentRow, explanation: str = "") -> Feedback:
@@ -342,12 +250,3 @@ def feedback_of(rating: sql.RatingRow, assignment: AssignmentRow, explanation: s
         shown=rating.feedback,
         explanation=explanation,
     )
-
-
-def _split(row: tuple, *shapes) -> list:
-    """A row of several tables' columns (``shape.select`` one after the other) as their rows."""
-    rows, start = [], 0
-    for shape in shapes:
-        rows.append(shape.read(row[start : start + shape.width]))
-        start += shape.width
-    return rows

@@ -17,8 +17,8 @@ One path for every stage: this module holds the transaction and the checks, in o
 every rating (``_submit``: the rater's profile locked, the assignment read with its pair and its
 rating, then found, the rater's, not rated yet, of the rater's stage, old enough, not expired);
 then the stage scores it: the tutorial and probation here, the game (and its control pairs) in
-``ratinggame.game.gameplay``. Every stage reads and writes through the rows and statements of
-``ratinggame.game.sql``, and sends a rating's writes together (``gameplay.Batch``); the
+``ratinggame.game.gameplay``. Every stage reads and writes through one gateway,
+``ratinggame.game.gateway`` (its rows, its lock order, a rating's writes sent together); the
 journey's moves (``annotators.progress``) take the ORM.
 
 A study participant's session (SPEC 7) has one gate, ``session_open``, asked under the profile's
@@ -45,7 +45,7 @@ from annotators import journey, progress
 from annotators.journey import Step, Window
 from annotators.models import RaterProfile
 from annotators.study.completion import Session, session_end_check, session_of
-from ratinggame.game import gameplay, sql
+from ratinggame.game import gameplay, gateway, sql
 from ratinggame.game.assignment import assignments_release_expired
 from ratinggame.game.decision import TeachingDecision, teaching_decide
 from ratinggame.game.results import (
@@ -64,7 +64,7 @@ from ratinggame.game.results import (
     wrong_stage,
 )
 from ratinggame.game.sql import ProfileRow
-from ratinggame.models import SERVED_IN_GAME, Assignment, CaptionPair, Pool, Rating
+from ratinggame.models import SERVED_IN_GAME, Pool
 
 __all__ = [
     "Feedback",
@@ -73,7 +73,6 @@ __all__ = [
     "check_may_rate",
     "feedback_for",
     "pair_serve",
-    "profile_locked",
     "rating_submit",
     "shown_stage",
 ]
@@ -108,14 +107,14 @@ def pair_serve(*, rater: AbstractBaseUser, now: datetime | None = None) -> Serve
 def _serve(rater, now: datetime, *, wait: bool) -> tuple[Served | None, Step]:
     with transaction.atomic():
         # The profile lock makes two requests of the same rater serve one after the other.
-        profile = profile_locked(rater)
+        profile = gateway.profile_locked(rater)
         step = journey.step_of(profile)
         check_may_rate(step)
         session_open(rater, profile, now)
         if step == Step.TUTORIAL:
             return _serve_tutorial(rater, now), step
         if step == Step.PROBATION:
-            return _serve_probation(rater, _profile_model(profile), now), step
+            return _serve_probation(rater, gateway.profile_model(profile), now), step
         return gameplay.serve(profile, now, wait=wait), step
 
 
@@ -139,24 +138,9 @@ def session_open(rater, profile: ProfileRow, now: datetime) -> Session | None:
     return session
 
 
-def profile_locked(rater) -> ProfileRow:
-    """The rater's profile as a row, locked to the end of the transaction (made on first use:
-    users made by staff have none yet)."""
-    row = sql.profile_locked().fetchone(rater.pk)
-    if row is None:
-        progress.profile_for(rater)
-        row = sql.profile_locked().fetchone(rater.pk)
-    return sql.profile_with_participant(row)
-
-
-def _profile_model(profile: ProfileRow) -> RaterProfile:
-    """The profile (locked already) as a model, for the moves of ``annotators.progress``."""
-    return RaterProfile.objects.get(pk=profile.id)
-
-
 def _serve_tutorial(rater, now: datetime) -> Served | None:
     pair_ids = progress.tutorial_pair_ids()
-    rated = set(Rating.objects.filter(rater=rater, stage=Pool.TUTORIAL).values_list("pair_id", flat=True))
+    rated = {pair_id for pair_id, _points in gateway.tutorial_ratings(rater)}
     remaining = [pair_id for pair_id in pair_ids if pair_id not in rated]
     if not remaining:
         return None
@@ -177,27 +161,10 @@ def _serve_probation(rater, profile: RaterProfile, now: datetime) -> Served | No
 
 def _serve_pair(rater, pair_id: int, stage: str, now: datetime, *, position: int, total: int) -> Served:
     """The teaching pair ``pair_id``: its open assignment, or a new one served now."""
-    opened = (
-        Assignment.objects.open(now)
-        .filter(rater=rater, stage=stage, pair_id=pair_id)
-        .select_related("pair__image")
-        .order_by("-id")
-        .first()
-    )
-    if opened is None:
-        expiry = timedelta(seconds=settings.RATINGGAME["ASSIGNMENT_EXPIRY_SECONDS"])
-        pair = CaptionPair.objects.select_related("image").get(pk=pair_id)
-        opened = Assignment.objects.create(rater=rater, pair=pair, stage=stage, served_at=now, expires_at=now + expiry)
-    pair = opened.pair  # read with its image: with the open assignment, or for the new one
+    expires_at = now + timedelta(seconds=settings.RATINGGAME["ASSIGNMENT_EXPIRY_SECONDS"])
+    opened, pair, image = gateway.teaching_assignment(rater, pair_id, stage, now, expires_at)
     return gameplay.served_of(
-        opened.pk,
-        stage,
-        opened.served_at,
-        opened.expires_at,
-        sql.PAIR.of(pair),
-        sql.IMAGE.of(pair.image),
-        position=position,
-        total=total,
+        opened.id, stage, opened.served_at, opened.expires_at, pair, image, position=position, total=total
     )
 
 
@@ -235,7 +202,7 @@ def rating_submit(
             if locked_rater is not None:
                 rater, profile = locked_rater()
             else:
-                profile = profile_locked(rater)
+                profile = gateway.profile_locked(rater)
             try:
                 session = session_open(rater, profile, now)
             except RatingRejected as closed:
@@ -295,7 +262,7 @@ def feedback_for(*, rater: AbstractBaseUser, assignment_id: int) -> Feedback:
 def _assignment_of(rater, assignment_id: object, *, lock: bool = False) -> tuple:
     """(assignment, pair, rating) rows of an assignment of the rater's, at any stage; raises
     ``not_found`` and ``not_yours``."""
-    assignment, pair, rating = gameplay.assignment_read(clean_assignment_id(assignment_id), lock=lock)
+    assignment, pair, rating = gateway.assignment_read(clean_assignment_id(assignment_id), lock=lock)
     if assignment.rater_id != rater.pk:
         raise not_yours()
     return assignment, pair, rating
@@ -305,8 +272,7 @@ def _feedback(rating: sql.RatingRow, assignment: sql.AssignmentRow) -> Feedback:
     """A stored rating's feedback; a teaching pair's with its explanation (read only then)."""
     if assignment.stage in SERVED_IN_GAME:
         return gameplay.feedback_of(rating, assignment)
-    explanation = CaptionPair.objects.filter(pk=assignment.pair_id).values_list("explanation", flat=True).first()
-    return gameplay.feedback_of(rating, assignment, explanation or "")
+    return gameplay.feedback_of(rating, assignment, gateway.explanation_of(assignment.pair_id))
 
 
 def _submit(
@@ -337,9 +303,9 @@ def _submit(
     if now >= assignment.expires_at:
         raise expired()
     if step == Step.TUTORIAL:
-        return _submit_tutorial(rater, _profile_model(profile), assignment, pair, value, now)
+        return _submit_tutorial(rater, gateway.profile_model(profile), assignment, pair, value, now)
     if step == Step.PROBATION:
-        return _submit_probation(rater, _profile_model(profile), assignment, pair, value, now, session=session)
+        return _submit_probation(rater, gateway.profile_model(profile), assignment, pair, value, now, session=session)
     if session is None:
         return gameplay.rate(profile, assignment, pair, value, now, serve_next=serve_next)
     after = session.after(stage=assignment.stage, served_at=assignment.served_at, now=now)
@@ -352,7 +318,7 @@ def _submit_tutorial(
     rater, profile: RaterProfile, assignment: sql.AssignmentRow, pair: sql.PairRow, value: int, now: datetime
 ) -> Feedback:
     pair_ids = progress.tutorial_pair_ids()
-    done = list(Rating.objects.filter(rater=rater, stage=Pool.TUTORIAL).values_list("pair_id", "points"))
+    done = gateway.tutorial_ratings(rater)
     rated = {pair_id for pair_id, _ in done}
     remaining = [pair_id for pair_id in pair_ids if pair_id not in rated]
     if not remaining or assignment.pair_id != remaining[0]:
@@ -420,11 +386,12 @@ def _teaching_store(
     now: datetime,
 ) -> Feedback:
     """Store a tutorial or probation rating and close its assignment, as a game rating's writes go
-    (``gameplay.Batch``); its feedback with the pair's explanation."""
+    (``gateway.rating_writes``); its feedback with the pair's explanation."""
     points, shown = decided.points, {**decided.shown, "level": journey.level_for(profile.game_score)}
-    batch = gameplay.Batch()
-    closed = batch.add(sql.ASSIGNMENT_CLOSE, False, now, assignment.id)
-    inserted = gameplay.rating_insert(batch, assignment, value, now, points, pair.expert_rating, shown)
+    batch = gateway.Batch()
+    closed, inserted = gateway.rating_writes(
+        batch, assignment, pair, value, now, points=points, reference=pair.expert_rating, shown=shown
+    )
     results = batch.run()
     if not results[closed]:
         raise expired()

@@ -23,8 +23,9 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from ratinggame.game import gateway
 from ratinggame.game.assignment import pair_rank_refresh, slot_give_back
-from ratinggame.game.rating import RatingRejected, outcome_keep, profile_locked, session_open
+from ratinggame.game.rating import RatingRejected, outcome_keep, session_open
 from ratinggame.game.skips import control_owe
 from ratinggame.models import GAME_STAGES, Assignment, CaptionPair, PairReport, Pool, ReportOutcome, ReportReason
 
@@ -69,7 +70,7 @@ def pair_report(
 def _report(rater, assignment_id: int, reason: str, text: str, now: datetime) -> Reported:
     with transaction.atomic():
         # One request of a rater at a time.
-        profile = profile_locked(rater)
+        profile = gateway.profile_locked(rater)
         session_open(rater, profile, now)
         assignment = Assignment.objects.open(now).filter(pk=assignment_id, rater=rater).select_related("pair").first()
         if assignment is None:

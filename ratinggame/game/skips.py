@@ -20,8 +20,9 @@ from django.utils import timezone
 from annotators import journey
 from annotators.journey import Step
 from annotators.models import RaterProfile
+from ratinggame.game import gateway
 from ratinggame.game.assignment import pair_rank_refresh, slot_give_back
-from ratinggame.game.rating import RatingRejected, check_may_rate, outcome_keep, profile_locked, session_open
+from ratinggame.game.rating import RatingRejected, check_may_rate, outcome_keep, session_open
 from ratinggame.game.results import not_found, not_yours
 from ratinggame.game.sql import ProfileRow
 from ratinggame.models import GAME_STAGES, Assignment, CaptionPair, Pool
@@ -50,7 +51,7 @@ def pair_skip(*, rater: AbstractBaseUser, assignment_id: object, now: datetime |
 
 def _skip(rater, assignment_id: int, now: datetime) -> Skipped:
     with transaction.atomic():
-        profile = profile_locked(rater)
+        profile = gateway.profile_locked(rater)
         step = journey.step_of(profile)
         check_may_rate(step)
         session_open(rater, profile, now)

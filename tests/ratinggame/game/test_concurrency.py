@@ -331,7 +331,7 @@ def test_the_locks_of_a_drift_rule_and_of_a_serve_of_its_control_pair_do_not_dea
     UPDATE locks each waits for the other until PostgreSQL breaks the deadlock (one of them
     fails); with FOR NO KEY UPDATE both finish."""
     from ratinggame.game.aggregates import ratings_exclude
-    from ratinggame.game.gameplay import assignment_read
+    from ratinggame.game.gateway import assignment_read
     from tests.factories import ControlPairFactory
 
     (game_pair,) = game_pairs(1)

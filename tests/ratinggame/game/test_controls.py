@@ -198,7 +198,7 @@ def test_the_drift_rules_sql_and_the_staff_figures_read_the_one_definition_of_co
     ``counted_control_ratings``: the same ratings, for ratings before and after the rater's entry to
     the game, excluded or not."""
     from annotators.competency.flags import control_agreements
-    from ratinggame.game.gameplay import assignment_read
+    from ratinggame.game.gateway import assignment_read
     from ratinggame.game.sql import rater_controls_read
     from ratinggame.models import SINCE_GAME_ENTRY, counted_control_ratings
 
