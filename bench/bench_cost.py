@@ -257,7 +257,8 @@ def table(results: dict[str, dict]) -> None:
     print(f"{'VICR study: ratings per pair':38s}{PAPER_RATINGS_PER_PAIR:>28.2f}")
 
 
-def main() -> None:
+def arguments() -> argparse.Namespace:
+    """The command line; its defaults are the site's settings (the refit, beat's period, the policy)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=600)
     parser.add_argument("--raters", type=int, default=30)
@@ -284,13 +285,15 @@ def main() -> None:
         help="the settled policy with the fitted level prior, a flat one, or each",
     )
     parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
-    started = time.monotonic()
-    call_command("migrate", verbosity=0)
-    levels = vicr_levels()
+    return parser.parse_args()
+
+
+def policies_of(args) -> list[tuple[str, str, float, bool]]:
+    """(name, policy, threshold, level prior) of each study: unanimous, then settled at each
+    threshold with each prior; the name tells them apart only where there are several."""
     thresholds = args.thresholds.split(",")
     priors = {"on": [True], "off": [False], "both": [True, False]}[args.level_prior]
-    policies = [("unanimous", "unanimous", 0.5, priors[0])] + [
+    return [("unanimous", "unanimous", 0.5, priors[0])] + [
         (
             "settled"
             + ("" if len(thresholds) == 1 else f"@{value}")
@@ -302,13 +305,13 @@ def main() -> None:
         for value in thresholds
         for prior in priors
     ]
-    runs = {
-        name: [study_run(policy, threshold, prior, seed, args, levels) for seed in range(args.seeds)]
-        for name, policy, threshold, prior in policies
-    }
+
+
+def results_of(runs: dict[str, list[dict]]) -> dict[str, dict]:
+    """Each policy's summary over seeds, with its runs paired by seed against unanimous's (the same
+    truths and crowd): the saving and the change in accuracy."""
     results = {name: summary(found) for name, found in runs.items()}
     for name, found in runs.items():
-        # Paired by seed (the same truths and crowd): the saving and the change in accuracy.
         results[name]["against_unanimous"] = summary(
             [
                 {
@@ -318,6 +321,19 @@ def main() -> None:
                 for run, base in zip(found, runs["unanimous"], strict=True)
             ]
         )
+    return results
+
+
+def main() -> None:
+    args = arguments()
+    started = time.monotonic()
+    call_command("migrate", verbosity=0)
+    levels = vicr_levels()
+    runs = {
+        name: [study_run(policy, threshold, prior, seed, args, levels) for seed in range(args.seeds)]
+        for name, policy, threshold, prior in policies_of(args)
+    }
+    results = results_of(runs)
     load = os.getloadavg()
     print(
         f"{args.pairs} pairs, {args.raters} raters ({args.careless:.0%} careless), {args.seeds} seeds, "

@@ -114,50 +114,13 @@ def build(db_url: str, pairs: int, raters: int, out: str, profile_ratings: int, 
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
     from django.db import connection
-    from django.utils import timezone
-    from rest_framework.authtoken.models import Token
-
-    from annotators.models import RaterProfile, RaterState
-    from annotators.roles import ANNOTATOR, ensure_roles
-    from ratinggame.models import CaptionPair, Image, Pool, PrimingStatus
 
     call_command("migrate", verbosity=0)
     call_command("collectstatic", "--noinput", verbosity=0)  # production settings: the rating page's assets
     started = time.perf_counter()
-    images = Image.objects.bulk_create(
-        Image(file=f"images/bench/{i}.png", sha256=f"{i:064x}", width=640, height=480, original_name=f"{i}.png")
-        for i in range(IMAGES)
-    )
-    _insert_pairs(connection, CaptionPair, [image.pk for image in images], pairs)
-    # The game's control pairs (SPEC 2.5), as the demo has them: five images, one caption per level.
-    CaptionPair.objects.bulk_create(
-        CaptionPair(
-            image=images[i // 5],
-            caption=f"bench control caption {i}",
-            pool=Pool.CONTROL,
-            expert_rating=1 + i % 5,
-            priming_status=PrimingStatus.NOT_NEEDED,
-        )
-        for i in range(25)
-    )
-    now = timezone.now()
-    annotator = ensure_roles()[ANNOTATOR]
-    tokens, sessions = [], []
+    _pool_insert(connection, pairs)
     # The bench raters, then one for each in-process measure (statement counts, profiles).
-    for i in range(raters + 2 * len(modes) + 1):
-        user = get_user_model().objects.create_user(username=f"bench{i}", password=None)
-        user.groups.add(annotator)
-        # In the game with the qualification window already passed: random ratings would fail it.
-        RaterProfile.objects.create(
-            user=user,
-            state=RaterState.GAME,
-            consent_at=now,
-            game_entered_at=now,
-            window_count=20,
-            window_points=40,
-        )
-        tokens.append(Token.objects.create(user=user).key)
-        sessions.append(session_of(user))
+    tokens, sessions = _raters_create(raters + 2 * len(modes) + 1)
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE")
     build_seconds = time.perf_counter() - started
@@ -183,6 +146,58 @@ def build(db_url: str, pairs: int, raters: int, out: str, profile_ratings: int, 
             }
         )
     )
+
+
+def _pool_insert(connection, pairs: int) -> None:
+    """IMAGES images, `pairs` fresh game pairs over them, and the control pairs."""
+    from ratinggame.models import CaptionPair, Image, Pool, PrimingStatus
+
+    images = Image.objects.bulk_create(
+        Image(file=f"images/bench/{i}.png", sha256=f"{i:064x}", width=640, height=480, original_name=f"{i}.png")
+        for i in range(IMAGES)
+    )
+    _insert_pairs(connection, CaptionPair, [image.pk for image in images], pairs)
+    # The game's control pairs (SPEC 2.5), as the demo has them: five images, one caption per level.
+    CaptionPair.objects.bulk_create(
+        CaptionPair(
+            image=images[i // 5],
+            caption=f"bench control caption {i}",
+            pool=Pool.CONTROL,
+            expert_rating=1 + i % 5,
+            priming_status=PrimingStatus.NOT_NEEDED,
+        )
+        for i in range(25)
+    )
+
+
+def _raters_create(count: int) -> tuple[list[str], list[str]]:
+    """`count` annotators in the game (``bench0``, ``bench1``, ...): their API tokens and their
+    browser sessions."""
+    from django.contrib.auth import get_user_model
+    from django.utils import timezone
+    from rest_framework.authtoken.models import Token
+
+    from annotators.models import RaterProfile, RaterState
+    from annotators.roles import ANNOTATOR, ensure_roles
+
+    now = timezone.now()
+    annotator = ensure_roles()[ANNOTATOR]
+    tokens, sessions = [], []
+    for i in range(count):
+        user = get_user_model().objects.create_user(username=f"bench{i}", password=None)
+        user.groups.add(annotator)
+        # In the game with the qualification window already passed: random ratings would fail it.
+        RaterProfile.objects.create(
+            user=user,
+            state=RaterState.GAME,
+            consent_at=now,
+            game_entered_at=now,
+            window_count=20,
+            window_points=40,
+        )
+        tokens.append(Token.objects.create(user=user).key)
+        sessions.append(session_of(user))
+    return tokens, sessions
 
 
 def _candidate_query_ms(connection, user) -> float:
@@ -727,7 +742,8 @@ def open_loop(args, db_url: str, credentials: list[tuple[str, str]], mode: str) 
     return figure
 
 
-def main() -> None:
+def arguments() -> argparse.Namespace:
+    """The command line (``--build``, hidden: the child process that builds a bench database)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432", help="PostgreSQL server URL (no db)")
     parser.add_argument("--db-prefix", default="", help="prefix of the bench databases' names (bench_journey_<size>)")
@@ -753,7 +769,11 @@ def main() -> None:
     parser.add_argument(
         "--build", nargs=6, metavar=("DB_URL", "PAIRS", "RATERS", "OUT", "PROFILE", "MODES"), help=argparse.SUPPRESS
     )
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = arguments()
     if args.build:
         db_url, pairs, raters, out, profile, modes = args.build
         build(db_url, int(pairs), int(raters), out, int(profile), modes.split(","))
@@ -770,75 +790,18 @@ def main() -> None:
     for index, size in enumerate(sizes):
         db_url = f"{args.pg}/{args.db_prefix}bench_journey_{size}"
         raters = 1 + (max(concurrency) * len(modes) if index == 0 else 0)
-        out = Path(f"/tmp/{args.db_prefix}bench_journey_{size}.json")
-        started = time.perf_counter()
-        profile = args.profile if index == 0 else 0
-        measured = ",".join(mode for mode in modes if mode != "floor")  # the floor is not Django's
-        command = [PYTHON, __file__, "--build", db_url, str(size), str(raters), str(out), str(profile), measured]
-        subprocess.run(command, check=True)
-        built = json.loads(out.read_text())
-        print(
-            f"[{size:,} game pairs] database built in {time.perf_counter() - started:.0f} s "
-            f"(pairs and raters inserted in {built['build_seconds']:.0f} s); next-pair query in PostgreSQL "
-            f"(EXPLAIN ANALYZE, median of 30): {built['query_ms']:.3f} ms",
-            flush=True,
-        )
+        built = database_build(args, db_url, size, raters, args.profile if index == 0 else 0, modes)
         if index == 0:
             statements = built["statements"]
-            for mode, counted in statements.items():
-                print(
-                    f"[{size:,} game pairs] statements per rating, {MODE_NAMES[mode]}: {counted['statements']:.1f} "
-                    f"(BEGIN and COMMIT included) + {counted['health_checks']:.1f} connection health checks",
-                    flush=True,
-                )
-            for text in built["profiles"].values():
-                if text:
-                    print(f"[{size:,} game pairs] profile ({load()}):\n{text}", flush=True)
-            if built["floors"]:
-                print(
-                    f"[{size:,} game pairs] the framework's floor, web process CPU per request: "
-                    f"{built['floors']['drf']:.1f} ms for an API request refused before any game work "
-                    f"(middleware, token and roles, DRF, JSON: 1 statement), {built['floors']['django']:.1f} ms "
-                    f"for GET /healthz (Django, SELECT 1)",
-                    flush=True,
-                )
+            in_process_print(size, built)
         tokens = list(zip(built["tokens"], built["sessions"], strict=True))
         log_path = Path(f"/tmp/{args.db_prefix}bench_journey_{size}.log")
         server = start_server(db_url, args.port, args.workers, args.threads, log_path)
         try:
-            latency = Player(http_post(args.port, *tokens[0]), "two")
-            for _ in range(30):  # warm-up: imports, connections, caches
-                latency.step()
-            latency.next_ms.clear()
-            for _ in range(args.latency_steps):
-                latency.step()
-            medians[size] = statistics.median(latency.next_ms)
-            print(
-                f"[{size:,} game pairs] next-pair latency, one rater: p50 {medians[size]:.2f} ms, "
-                f"p99 {percentile(latency.next_ms, 99):.2f} ms ({len(latency.next_ms)} serves; {load()})",
-                flush=True,
-            )
+            medians[size] = next_pair_latency(args, tokens[0], size)
             if index == 0:
                 print(f"[{size:,} game pairs] throughput:", flush=True)
-                for round_ in range(args.rounds):
-                    # Later runs find a warmer, busier machine: rounds alternate the order of the
-                    # ways (forward, then backward), so that no way always runs first.
-                    order = list(enumerate(modes))
-                    if round_ % 2:
-                        order.reverse()
-                    if args.rounds > 1:
-                        print(f"  round {round_ + 1} of {args.rounds}: {', '.join(mode for _, mode in order)}")
-                    for number, mode in order:
-                        own = tokens[1 + number * max(concurrency) : 1 + (number + 1) * max(concurrency)]
-                        if mode == "floor":
-                            for key, figure in floor(args, db_url, own, concurrency).items():
-                                figures.setdefault(key, []).append(figure)
-                            continue
-                        for count in concurrency:
-                            figure = throughput(args, server, db_url, own, mode, count, args.port)
-                            figures.setdefault((mode, count), []).append(figure)
-                        if args.open_rate and mode == "page" and round_ == 0:
-                            figures["open", args.open_rate] = [open_loop(args, db_url, own, mode)]
+                figures = throughput_rounds(args, server, db_url, tokens, modes, concurrency)
         finally:
             server.terminate()
             server.wait(timeout=30)
@@ -851,6 +814,92 @@ def main() -> None:
             "(goal <= 1.5)"
         )
     goals(figures, statements)
+
+
+def database_build(args, db_url: str, size: int, raters: int, profile: int, modes: list[str]) -> dict:
+    """The bench database of one pool size, built by a child process of this script (Django reads
+    DATABASE_URL once), and what it measured in process; prints how long it took."""
+    out = Path(f"/tmp/{args.db_prefix}bench_journey_{size}.json")
+    started = time.perf_counter()
+    measured = ",".join(mode for mode in modes if mode != "floor")  # the floor is not Django's
+    command = [PYTHON, __file__, "--build", db_url, str(size), str(raters), str(out), str(profile), measured]
+    subprocess.run(command, check=True)
+    built = json.loads(out.read_text())
+    print(
+        f"[{size:,} game pairs] database built in {time.perf_counter() - started:.0f} s "
+        f"(pairs and raters inserted in {built['build_seconds']:.0f} s); next-pair query in PostgreSQL "
+        f"(EXPLAIN ANALYZE, median of 30): {built['query_ms']:.3f} ms",
+        flush=True,
+    )
+    return built
+
+
+def in_process_print(size: int, built: dict) -> None:
+    """What the build measured through Django's WSGI handler: statements per rating of each way, the
+    profiles (``--profile``) and the framework's floor."""
+    for mode, counted in built["statements"].items():
+        print(
+            f"[{size:,} game pairs] statements per rating, {MODE_NAMES[mode]}: {counted['statements']:.1f} "
+            f"(BEGIN and COMMIT included) + {counted['health_checks']:.1f} connection health checks",
+            flush=True,
+        )
+    for text in built["profiles"].values():
+        if text:
+            print(f"[{size:,} game pairs] profile ({load()}):\n{text}", flush=True)
+    if built["floors"]:
+        print(
+            f"[{size:,} game pairs] the framework's floor, web process CPU per request: "
+            f"{built['floors']['drf']:.1f} ms for an API request refused before any game work "
+            f"(middleware, token and roles, DRF, JSON: 1 statement), {built['floors']['django']:.1f} ms "
+            f"for GET /healthz (Django, SELECT 1)",
+            flush=True,
+        )
+
+
+def next_pair_latency(args, credentials: tuple[str, str], size: int) -> float:
+    """One rater serving and rating (``two``) after a warm-up: the p50 of its next-pair requests,
+    printed with its p99 (the pool size's effect on the serve, apart from any load)."""
+    latency = Player(http_post(args.port, *credentials), "two")
+    for _ in range(30):  # warm-up: imports, connections, caches
+        latency.step()
+    latency.next_ms.clear()
+    for _ in range(args.latency_steps):
+        latency.step()
+    median = statistics.median(latency.next_ms)
+    print(
+        f"[{size:,} game pairs] next-pair latency, one rater: p50 {median:.2f} ms, "
+        f"p99 {percentile(latency.next_ms, 99):.2f} ms ({len(latency.next_ms)} serves; {load()})",
+        flush=True,
+    )
+    return median
+
+
+def throughput_rounds(
+    args, server: subprocess.Popen, db_url: str, tokens: list[tuple[str, str]], modes: list[str], concurrency: list[int]
+) -> dict:
+    """The throughput runs of every way, ``--rounds`` times (and the open loop, once): each way and
+    number of raters with the list of its rounds' figures. Each way rates with raters of its own."""
+    figures: dict = {}
+    for round_ in range(args.rounds):
+        # Later runs find a warmer, busier machine: rounds alternate the order of the
+        # ways (forward, then backward), so that no way always runs first.
+        order = list(enumerate(modes))
+        if round_ % 2:
+            order.reverse()
+        if args.rounds > 1:
+            print(f"  round {round_ + 1} of {args.rounds}: {', '.join(mode for _, mode in order)}")
+        for number, mode in order:
+            own = tokens[1 + number * max(concurrency) : 1 + (number + 1) * max(concurrency)]
+            if mode == "floor":
+                for key, figure in floor(args, db_url, own, concurrency).items():
+                    figures.setdefault(key, []).append(figure)
+                continue
+            for count in concurrency:
+                figure = throughput(args, server, db_url, own, mode, count, args.port)
+                figures.setdefault((mode, count), []).append(figure)
+            if args.open_rate and mode == "page" and round_ == 0:
+                figures["open", args.open_rate] = [open_loop(args, db_url, own, mode)]
+    return figures
 
 
 def goals(figures: dict, statements: dict) -> None:

@@ -270,7 +270,8 @@ def _sync() -> None:
         torch.cuda.synchronize()
 
 
-def main() -> None:
+def arguments() -> argparse.Namespace:
+    """The command line; its defaults are the reduced CPU run of the module's docstring."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432", help="PostgreSQL server URL (no db)")
     parser.add_argument("--db", default="bench_prime_pairs")
@@ -287,17 +288,13 @@ def main() -> None:
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     parser.add_argument("--model", default="ViT-B-32")
     parser.add_argument("--keep", action="store_true", help="keep the database and the work folder")
-    args = parser.parse_args()
+    return parser.parse_args()
 
-    import torch
 
-    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    batch_size = args.batch_size or (256 if device.startswith("cuda") else 64)
-    images = args.images or round(args.pairs / 1.6)
-    files = max(1, min(args.files, images))
-    work = Path(tempfile.mkdtemp(prefix="bench_prime_pairs_"))
-    db_url = f"{args.pg}/{args.db}"
-    env = {
+def bench_env(db_url: str, work: Path, device: str, batch_size: int) -> dict:
+    """The environment of this process and of the resume run's commands: the bench database, the
+    work folder's media and model, production settings."""
+    return {
         **os.environ,
         "DATABASE_URL": db_url,
         "MEDIA_ROOT": str(work / "media"),
@@ -311,6 +308,20 @@ def main() -> None:
         "DJANGO_ALLOWED_HOSTS": "localhost",
         "DJANGO_LOG_LEVEL": "WARNING",
     }
+
+
+def main() -> None:
+    args = arguments()
+
+    import torch
+
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    batch_size = args.batch_size or (256 if device.startswith("cuda") else 64)
+    images = args.images or round(args.pairs / 1.6)
+    files = max(1, min(args.files, images))
+    work = Path(tempfile.mkdtemp(prefix="bench_prime_pairs_"))
+    db_url = f"{args.pg}/{args.db}"
+    env = bench_env(db_url, work, device, batch_size)
     os.environ.update(env)
     database_create(db_url)
     import django
@@ -327,39 +338,9 @@ def main() -> None:
             print(f"{args.model} random weights on {device}, batch size {batch_size}; load average {os.getloadavg()}")
             print(f"schema, model and {files} JPEG files of 640x480 in {time.perf_counter() - started:.0f} s")
         # (d) first: the command primes every pending pair, so the measured pairs come after it.
-        d_images = max(1, args.db_pairs // 2)
-        first_image = 0
-        if args.db_pairs:
-            print(f"load average before (d): {os.getloadavg()}")
-            fast, portable = [], []
-            for _ in range(args.db_repeat):  # interleaved: the machine's drifts fall on both paths
-                for path, runs in ((False, portable), (True, fast)):
-                    runs.append(database_side(args.db_pairs, d_images, files, first_image, args.db_batch_size, path))
-                    first_image += d_images
-            load = os.getloadavg()
-            print(f"(d) database side alone, {args.db_pairs} pairs, batch {args.db_batch_size}; load average {load}")
-            d, d_portable = statistics.median(fast), statistics.median(portable)
-            runs = f"  (runs: {', '.join(f'{x:.0f}' for x in fast)})" if args.db_repeat > 1 else ""
-            print(f"    PostgreSQL statements (one per batch):         {d:10.1f} pairs/s   {d / d_portable:.1f}x{runs}")
-            runs = f"  (runs: {', '.join(f'{x:.0f}' for x in portable)})" if args.db_repeat > 1 else ""
-            print(f"    portable path (SQLite's):                      {d_portable:10.1f} pairs/s{runs}")
-        if not args.pairs:
-            return
-        started = time.perf_counter()
-        ids = rows_insert(images=images, pairs=args.pairs, files=files, first=first_image)
-        print(f"{args.pairs} pairs over {images} images inserted in {time.perf_counter() - started:.0f} s")
-        s = scorer_alone(ids)
-        w = whole_command(ids)
-        resume = resume_after_kill(ids[: args.resume_pairs], env, args.kill_at, getattr(signal, f"SIG{args.kill}"))
-        print(f"load average after: {os.getloadavg()}")
-        print(f"(s) scorer alone, {args.pairs} pairs:                {s:10.1f} pairs/s")
-        print(f"(w) whole command, same pairs:                  {w:10.1f} pairs/s   (w)/(s) = {100 * w / s:.1f}%")
-        print("    goal: (w) >= 70% of (s)")
-        print(f"resume: {len(ids[: args.resume_pairs])} pairs, SIG{args.kill} after {resume['killed_after_s']:.1f} s")
-        print(f"    at the kill: {resume['at_kill']}")
-        print(f"    rerun: exit {resume['rerun_exit']} in {resume['rerun_s']:.1f} s ({resume['rerun_says']})")
-        after = f"{resume['pairs_with_primes']} pairs with primes, primes per pair {resume['primes_per_pair']}"
-        print(f"    after: {after}")
+        first_image = database_side_report(args, files)
+        if args.pairs:
+            priming_report(args, env, images, files, first_image)
     finally:
         from django.db import connections
 
@@ -367,6 +348,48 @@ def main() -> None:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
             database_drop(f"{args.pg}/{args.db}")
+
+
+def database_side_report(args, files: int) -> int:
+    """(d) on both paths, ``--db-repeat`` times each, and its lines; the first image row that the
+    pairs measured after it may take."""
+    d_images = max(1, args.db_pairs // 2)
+    first_image = 0
+    if not args.db_pairs:
+        return first_image
+    print(f"load average before (d): {os.getloadavg()}")
+    fast, portable = [], []
+    for _ in range(args.db_repeat):  # interleaved: the machine's drifts fall on both paths
+        for path, runs in ((False, portable), (True, fast)):
+            runs.append(database_side(args.db_pairs, d_images, files, first_image, args.db_batch_size, path))
+            first_image += d_images
+    load = os.getloadavg()
+    print(f"(d) database side alone, {args.db_pairs} pairs, batch {args.db_batch_size}; load average {load}")
+    d, d_portable = statistics.median(fast), statistics.median(portable)
+    runs = f"  (runs: {', '.join(f'{x:.0f}' for x in fast)})" if args.db_repeat > 1 else ""
+    print(f"    PostgreSQL statements (one per batch):         {d:10.1f} pairs/s   {d / d_portable:.1f}x{runs}")
+    runs = f"  (runs: {', '.join(f'{x:.0f}' for x in portable)})" if args.db_repeat > 1 else ""
+    print(f"    portable path (SQLite's):                      {d_portable:10.1f} pairs/s{runs}")
+    return first_image
+
+
+def priming_report(args, env: dict, images: int, files: int, first_image: int) -> None:
+    """(s), (w) and the kill-and-resume run over ``--pairs`` new pending pairs, and their lines."""
+    started = time.perf_counter()
+    ids = rows_insert(images=images, pairs=args.pairs, files=files, first=first_image)
+    print(f"{args.pairs} pairs over {images} images inserted in {time.perf_counter() - started:.0f} s")
+    s = scorer_alone(ids)
+    w = whole_command(ids)
+    resume = resume_after_kill(ids[: args.resume_pairs], env, args.kill_at, getattr(signal, f"SIG{args.kill}"))
+    print(f"load average after: {os.getloadavg()}")
+    print(f"(s) scorer alone, {args.pairs} pairs:                {s:10.1f} pairs/s")
+    print(f"(w) whole command, same pairs:                  {w:10.1f} pairs/s   (w)/(s) = {100 * w / s:.1f}%")
+    print("    goal: (w) >= 70% of (s)")
+    print(f"resume: {len(ids[: args.resume_pairs])} pairs, SIG{args.kill} after {resume['killed_after_s']:.1f} s")
+    print(f"    at the kill: {resume['at_kill']}")
+    print(f"    rerun: exit {resume['rerun_exit']} in {resume['rerun_s']:.1f} s ({resume['rerun_says']})")
+    after = f"{resume['pairs_with_primes']} pairs with primes, primes per pair {resume['primes_per_pair']}"
+    print(f"    after: {after}")
 
 
 if __name__ == "__main__":

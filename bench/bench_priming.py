@@ -166,7 +166,8 @@ def run_forward_bound(model, preprocess, tokenizer, pairs, device, input_dtype, 
     return clock.elapsed()
 
 
-def main() -> None:
+def arguments() -> argparse.Namespace:
+    """The command line; its defaults are the CPU run of the module's docstring."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=320)
     parser.add_argument("--images", type=int, default=None, help="distinct images (default: pairs / 1.6)")
@@ -178,7 +179,11 @@ def main() -> None:
     parser.add_argument("--plain-pairs", type=int, default=48, help="pairs timed in the one-at-a-time loop (b)")
     parser.add_argument("--reference-pairs", type=int, default=160, help="pairs timed in (b')")
     parser.add_argument("--decode-workers", type=int, default=None, help="ClipScorer decode threads")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = arguments()
 
     import open_clip
     import torch
@@ -220,24 +225,36 @@ def main() -> None:
         run_priming(new_scorer(tensor_decode), synthetic_pairs(8, 4, seed=1), 4)
     run_forward_bound(model, preprocess, tokenizer, pairs[:8], device, input_dtype, 4, trim=False)
 
-    # Each method runs once per round, rounds interleaved, and the fastest round counts: the
-    # machine is shared, and the minimum is the least disturbed measurement of each.
+    encoders = (model, preprocess, tokenizer)
+    sizes, times, scorer = measured_rounds(args, pairs, new_scorer, encoders, device, input_dtype)
+    report(sizes, times, scorer, device)
+
+
+def measured_rounds(args, pairs, new_scorer, encoders: tuple, device: str, input_dtype) -> tuple[dict, dict, object]:
+    """Each method once per round, rounds interleaved: the machine is shared, and the fastest round
+    is the least disturbed measurement of each. The pairs each method timed, each round's (wall,
+    CPU) times by method, and the last scorer of (a) (whose counters the report shows)."""
+    bs = args.batch_size
     plain, reference = pairs[: args.plain_pairs], pairs[: args.reference_pairs]
     sizes = {"a": len(pairs), "a0": len(pairs), "b": len(plain), "b2": len(reference), "c": len(pairs)}
     sizes["c2"] = len(pairs)
     times: dict[str, list[tuple[float, float]]] = {key: [] for key in sizes}
     for round_number in range(args.repeats):
         load = os.getloadavg()[0]
-        times["c"].append(run_forward_bound(model, preprocess, tokenizer, pairs, device, input_dtype, bs, trim=True))
+        times["c"].append(run_forward_bound(*encoders, pairs, device, input_dtype, bs, trim=True))
         scorer = new_scorer(True)
         times["a"].append(run_priming(scorer, pairs, bs))
         times["a0"].append(run_priming(new_scorer(False), pairs, bs))
-        times["c2"].append(run_forward_bound(model, preprocess, tokenizer, pairs, device, input_dtype, bs, False))
-        times["b2"].append(run_reference_batched(model, preprocess, tokenizer, reference, device, input_dtype, bs))
-        times["b"].append(run_plain_loop(model, preprocess, tokenizer, plain, device, input_dtype))
+        times["c2"].append(run_forward_bound(*encoders, pairs, device, input_dtype, bs, False))
+        times["b2"].append(run_reference_batched(*encoders, reference, device, input_dtype, bs))
+        times["b"].append(run_plain_loop(*encoders, plain, device, input_dtype))
         shown = ", ".join(f"{key} {sizes[key] / t[-1][0]:.2f}" for key, t in times.items())
         print(f"round {round_number + 1} (load average {load:.2f}) pairs/s: {shown}")
+    return sizes, times, scorer
 
+
+def report(sizes: dict[str, int], times: dict[str, list[tuple[float, float]]], scorer, device: str) -> None:
+    """Each method's best round in pairs/s (wall and CPU time), the ratios the goals are on, and the goals."""
     wall = {key: sizes[key] / min(w for w, _ in t) for key, t in times.items()}
     cpu = {key: sizes[key] / min(c for _, c in t) for key, t in times.items()}
     print(f"images encoded by (a): {scorer.images_encoded} in {scorer.image_encoder_calls} batches")
