@@ -240,6 +240,41 @@ def test_the_checker_sees_a_forbidden_import():
     assert allowed("annotators.progress", "ratinggame.models")
 
 
+# Drawings read top to bottom, one element after the other: split, they would be harder to follow.
+LONG_ALLOWED = {
+    ("annotators.competency.wright_map", "wright_map_svg"),
+    ("annotators.competency.timeline_svg", "timeline_svg"),
+}
+LONGEST = 80
+
+
+def long_functions(path: Path, name: str) -> list[str]:
+    """The functions of a module over ``LONGEST`` lines (decorators not counted)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        f"{name}.{node.name}: {node.end_lineno - node.lineno + 1} lines"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno - node.lineno + 1 > LONGEST
+        and (name, node.name) not in LONG_ALLOWED
+    ]
+
+
+def test_no_function_is_over_80_lines_outside_the_drawings():
+    """A function that does several things in one body reads as several: the apps', the tools' and
+    the benchmarks' functions each fit on a screen."""
+    paths = {**MODULES, **{f"bench.{path.stem}": path for path in sorted((ROOT / "bench").glob("*.py"))}}
+    found = [entry for name, path in paths.items() for entry in long_functions(path, name)]
+    assert found == []
+
+
+def test_the_length_checker_sees_a_long_function(tmp_path):
+    body = "\n".join(f"    x = {index}" for index in range(LONGEST))
+    module = tmp_path / "long.py"
+    module.write_text(f"def short():\n    return 1\n\n\ndef long():\n{body}\n")
+    assert long_functions(module, "long") == ["long.long: 81 lines"]
+
+
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_every_module_imports(name):
     importlib.import_module(name)
