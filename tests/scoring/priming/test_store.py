@@ -8,6 +8,7 @@ takes exactly the pairs ``claimable`` selects. Scorers here are stand-ins with c
 
 import contextlib
 import json
+import time
 from datetime import timedelta
 
 import numpy as np
@@ -231,16 +232,56 @@ def test_a_claim_and_a_store_of_consecutive_pairs_write_no_index_entry(require_p
     """Three fifths of each page of the pairs' table are free (migration ratinggame 0009), so the new
     version of every pair row that a claim and then a store write stays on its own page (a
     heap-only tuple, the claim's old version pruned by then): the pairs' indexes get no entry. A
-    full page would give each one an entry in all of them."""
+    full page would give each one an entry in all of them.
+
+    The prune needs the claim's old versions dead to every snapshot in the database: an ANALYZE
+    that autovacuum runs beside the test (it follows the 300 inserted pairs), or any other open
+    transaction, keeps them, and the store's new versions then get index entries (a CI run saw 137
+    of 300 heap-only). So autovacuum is off for the table during the test, and the store waits
+    until no other session of the database holds a snapshot."""
     ids = [pair.pk for pair in game_pairs(300)]
     scorer = ChosenScores("clip_s", "stand-in", dict.fromkeys(ids, 0.5), "")
     claimed_at = timezone.now()
-    with _updates_of(CaptionPair) as claim:
+    with _no_autovacuum(CaptionPair), _updates_of(CaptionPair) as claim:
         batch = runner._pairs_of(claim_rows(ids, runner.claimable(), claimed_at), runner._references_stored)
-    with _updates_of(CaptionPair) as store:
+    _wait_for_no_other_snapshot()
+    with _no_autovacuum(CaptionPair), _updates_of(CaptionPair) as store:
         runner._store_batch([scorer], runner._Calibrations(), batch, [scorer.score_pairs(batch)], claimed_at, fast=True)
     assert CaptionPair.objects.filter(pk__in=ids, priming_status=PrimingStatus.DONE).count() == 300
     assert claim == store == {"updated": 300, "heap only": 300}
+
+
+@contextlib.contextmanager
+def _no_autovacuum(model):
+    """Autovacuum off for ``model``'s table in the block (the ALTER waits for, or cancels, one
+    running on it), and back to the server's setting after."""
+    table = connection.ops.quote_name(model._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"ALTER TABLE {table} RESET (autovacuum_enabled)")
+
+
+def _wait_for_no_other_snapshot(seconds=30.0):
+    """Waits until no other session of this database holds a snapshot (an autovacuum ANALYZE of
+    another table, say); fails naming them if some still do after ``seconds``."""
+    query = (
+        "SELECT pid, backend_type, state, left(query, 80) FROM pg_stat_activity"
+        " WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_xmin IS NOT NULL"
+    )
+    deadline = time.monotonic() + seconds
+    with connection.cursor() as cursor:
+        while True:
+            cursor.execute(query)
+            holders = cursor.fetchall()
+            if not holders:
+                return
+            if time.monotonic() > deadline:
+                pytest.fail(f"other sessions kept a snapshot for {seconds:.0f} s: {holders}")
+            time.sleep(0.1)
 
 
 @contextlib.contextmanager
