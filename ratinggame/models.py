@@ -7,6 +7,7 @@ from django.conf import settings
 from django.contrib.sessions.base_session import AbstractBaseSession
 from django.db import models
 from django.db.models import Exists, Min, OuterRef, Q
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from ratinggame.pairs.storage import image_storage
@@ -346,19 +347,21 @@ def counted_ratings(prefix: str = "") -> Q:
     return Q(**{f"{prefix}stage": Pool.GAME, f"{prefix}excluded": False})
 
 
-# ``counted_control_ratings(since=SINCE_GAME_ENTRY)``: each rating's rater's own last entry to the game.
+# ``counted_control_ratings(since=SINCE_GAME_ENTRY)``: each rating's rater's own last entry to the game
+# (their sign-up, for a rater who has none).
 SINCE_GAME_ENTRY = "rater__rater__game_entered_at"
+_SIGN_UP = "rater__rater__created_at"
 
 
 def counted_control_ratings(since: "datetime | str | None" = None) -> Q:
     """The one definition of the control ratings that count (SPEC 2.5): not excluded. With
     ``since``, those submitted since then: the drift rule reads a rater's since they last entered
-    the game (a time, or ``SINCE_GAME_ENTRY`` for every rater's own; all of a rater who has none).
-    The game reads them in SQL, with every rating's assignment (``ratinggame.game.sql.
-    assignment_with_pair``), which a test holds equal to this."""
+    the game (a time, or ``SINCE_GAME_ENTRY`` for every rater's own; since their sign-up for a
+    rater who has none). The game reads them in SQL, with every rating's assignment
+    (``ratinggame.game.sql.assignment_with_pair``), which a test holds equal to this."""
     counted = Q(stage=Pool.CONTROL, excluded=False)
     if since == SINCE_GAME_ENTRY:
-        return counted & (Q(**{f"{since}__isnull": True}) | Q(submitted_at__gte=models.F(since)))
+        return counted & Q(submitted_at__gte=Coalesce(models.F(since), models.F(_SIGN_UP)))
     return counted if since is None else counted & Q(submitted_at__gte=since)
 
 

@@ -356,8 +356,9 @@ def test_control_agreement_overall_and_as_the_drift_rule_reads_it(settings):
     assert (stats.control_ratings, stats.control_agreement) == (12, pytest.approx(14 / 12))
     assert (stats.control_recent, stats.control_recent_agreement) == (8, pytest.approx(14 / 8))
     assert "low_control_agreement" not in stats.flags
-    # Ten straight-lined controls with experts at 1 and 5: the flag is raised.
-    liner = RaterProfileFactory(state="game")
+    # Ten straight-lined controls with experts at 1 and 5, since the rater entered the game (the
+    # factory's ratings are from 30 days ago on): the flag is raised.
+    liner = RaterProfileFactory(state="game", game_entered_at=start - timedelta(days=30))
     for level in [1, 5] * 5:
         rating_record(rater=liner.user, pair=ControlPairFactory(expert_rating=level), value=3, reference=level)
     stats = rater_statistics([liner.pk])[0]

@@ -205,7 +205,38 @@ def test_the_drift_rules_sql_and_the_staff_figures_read_the_one_definition_of_co
     entered = Clock().now
     user = rater(RaterState.GAME, game_entered_at=entered)
     pairs = control_pairs(images=2)
-    for index in range(24):  # one an hour, from 8 hours before the entry on; every fifth excluded
+    assignment = _hourly_control_ratings(user, pairs, entered)
+    fields = ("submitted_at", "value", "reference")
+    counted = Rating.objects.filter(rater=user).counted_controls(since=entered).order_by("-submitted_at", "-id")
+
+    read, _pair, _rating = assignment_read(assignment.pk, lock=False)
+    assert rater_controls_read(read.rater_controls) == list(counted.values_list(*fields))  # 13, under 14
+    settings.RATINGGAME = {**settings.RATINGGAME, "DRIFT_WINDOW": 5}
+    read, _pair, _rating = assignment_read(assignment.pk, lock=False)
+    assert rater_controls_read(read.rater_controls) == list(counted.values_list(*fields)[:4])
+    assert counted.count() == 13  # the 16 since the entry, less the 3 excluded
+    assert Rating.objects.filter(counted_control_ratings(SINCE_GAME_ENTRY)).count() == counted.count()
+    window = journey.drift_window()
+    assert control_agreements([user.rater])[user.pk][2] == min(counted.count(), window)
+
+    # A rater with no entry to the game (moved there by staff before it was recorded): since their
+    # sign-up, in the SQL and in the definition alike.
+    signed_up = rater(RaterState.GAME, game_entered_at=None)
+    RaterProfile.objects.filter(user=signed_up).update(created_at=entered)
+    assignment = _hourly_control_ratings(signed_up, pairs, entered)
+    since_sign_up = Rating.objects.filter(rater=signed_up).counted_controls(since=entered)
+    read, _pair, _rating = assignment_read(assignment.pk, lock=False)
+    assert rater_controls_read(read.rater_controls) == list(
+        since_sign_up.order_by("-submitted_at", "-id").values_list(*fields)[:4]
+    )
+    assert Rating.objects.filter(counted_control_ratings(SINCE_GAME_ENTRY), rater=signed_up).count() == 13
+    assert control_agreements([signed_up.rater])[signed_up.pk][2] == min(13, window)
+
+
+def _hourly_control_ratings(user, pairs, entered) -> Assignment:
+    """24 control ratings of ``user``'s, one an hour from 8 hours before ``entered`` on, every fifth
+    excluded (16 since ``entered``, 13 of them counted); the last one's assignment."""
+    for index in range(24):
         at = entered + timedelta(hours=index - 8, microseconds=index * 1001)  # the text keeps microseconds
         pair = pairs[index % len(pairs)]
         assignment = Assignment.objects.create(
@@ -222,15 +253,4 @@ def test_the_drift_rules_sql_and_the_staff_figures_read_the_one_definition_of_co
             reference=pair.expert_rating,
             excluded=index % 5 == 0,
         )
-    fields = ("submitted_at", "value", "reference")
-    counted = Rating.objects.filter(rater=user).counted_controls(since=entered).order_by("-submitted_at", "-id")
-
-    read, _pair, _rating = assignment_read(assignment.pk, lock=False)
-    assert rater_controls_read(read.rater_controls) == list(counted.values_list(*fields))  # 13, under 14
-    settings.RATINGGAME = {**settings.RATINGGAME, "DRIFT_WINDOW": 5}
-    read, _pair, _rating = assignment_read(assignment.pk, lock=False)
-    assert rater_controls_read(read.rater_controls) == list(counted.values_list(*fields)[:4])
-    assert counted.count() == 13  # the 16 since the entry, less the 3 excluded
-    assert Rating.objects.filter(counted_control_ratings(SINCE_GAME_ENTRY)).count() == counted.count()
-    window = journey.drift_window()
-    assert control_agreements([user.rater])[user.pk][2] == min(counted.count(), window)
+    return assignment
