@@ -36,9 +36,10 @@ django.setup()
 
 from django.conf import settings  # noqa: E402
 
+from annotators import journey  # noqa: E402
 from ratinggame.game import prepared, sql  # noqa: E402
 from ratinggame.game.aggregates import pair_rating_add  # noqa: E402
-from ratinggame.game.assignment import claim_statements, order_start, pair_rank_refresh  # noqa: E402
+from ratinggame.game.assignment import first_open_pair, order_start, pair_rank_refresh, slot_take  # noqa: E402
 from ratinggame.game.gameplay import images_seen, images_to_avoid  # noqa: E402
 
 VENDOR = "postgresql"
@@ -58,6 +59,7 @@ RATE_AND_SERVE = sql._write_plan(
 ).sql[0]
 SERVE = sql._write_plan(VENDOR, (sql.PAIR_SLOT_TAKEN, sql.ASSIGNMENT_INSERT, sql.PROFILE_SERVED)).sql[0]
 USER_WIDTH = len(sql.USER_FIELDS) + 1  # the user's columns and their roles, before the profile's
+DRIFT_READ = journey.drift_window() - 1  # the rater's latest controls the drift rule reads, less this one
 EXPIRY = timedelta(seconds=settings.RATINGGAME["ASSIGNMENT_EXPIRY_SECONDS"])
 _connection = None
 
@@ -81,18 +83,15 @@ def _run(cursor, statement: str, params: list) -> None:
 
 
 def _claim(cursor, profile: sql.ProfileRow):
-    """The next pair of the rater's order, locked and counted (the game's claim statement)."""
-    start = order_start(profile.order_seed, profile.game_serves)
-    for statement, params in claim_statements(profile.user_id, start, images_to_avoid(profile)):
+    """The next pair of the rater's order, locked and counted (the game's claim, on this cursor)."""
+
+    def fetch(statement: str, params) -> tuple | None:
         _run(cursor, statement, params)
-        if (row := cursor.fetchone()) is not None:
-            break
-    else:
-        return None
-    pair = sql.PAIR.read(row[: sql.PAIR.width])
-    pair.in_flight += 1
-    pair_rank_refresh(pair)
-    return pair
+        return cursor.fetchone()
+
+    start = order_start(profile.order_seed, profile.game_serves)
+    found = first_open_pair(fetch, profile.user_id, start, images_to_avoid(profile), locking=True)
+    return None if found is None else slot_take(found[0])
 
 
 def _next(cursor, profile: sql.ProfileRow, now: datetime) -> dict:
@@ -114,7 +113,7 @@ def _next(cursor, profile: sql.ProfileRow, now: datetime) -> dict:
 
 
 def _submit(cursor, profile: sql.ProfileRow, assignment_id: int, value: int, now: datetime) -> tuple[int, dict]:
-    _run(cursor, ASSIGNMENT, [False, 14, assignment_id])  # not excluded, the drift rule's 15 less one
+    _run(cursor, ASSIGNMENT, [False, DRIFT_READ, assignment_id])  # not excluded, as the game reads it
     row = cursor.fetchone()
     if row is None:
         return 404, {"code": "not_found"}

@@ -11,7 +11,8 @@ the rater's seed and serve count (``annotators.journey.seeded_draw``) and takes 
 at or after it, wrapping around: raters do not share an order, a pair's neighbours differ from
 rater to rater, and a reload or a retry draws the same point. Two captions of one image never
 come one after the other while a pair of another image is open to the rater: the claim first
-looks past the image of the rater's previous serve, and only then at it.
+looks past the images of the rater's latest serves (``gameplay.IMAGES_AVOIDED`` of them, carried
+by the profile), and only then at them.
 
 How it stays fast at a million pairs: every pair carries its place in the serving order,
 ``assign_rank`` (NULL once it takes no more raters), kept in step with its ratings and open
@@ -53,6 +54,7 @@ import itertools
 import json
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
+from functools import partial
 
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
@@ -201,7 +203,7 @@ def game_pair_claim(
         pair = claimed[0]
         pair_rank_refresh(pair)
         if pair.assign_rank is not None:
-            return _slot_take(pair), claimed[1]
+            return slot_take(pair), claimed[1]
         CaptionPair.objects.filter(pk=pair.id).update(assign_rank=None)
     return None
 
@@ -219,7 +221,7 @@ def _claim_waiting(rater_id: int, start: int, avoid_images: Sequence[int]) -> tu
             if pair is not None:
                 pair_rank_refresh(pair)
                 if pair.assign_rank is not None:
-                    return _slot_take(pair), IMAGE.read(row[PAIR.width :])
+                    return slot_take(pair), IMAGE.read(row[PAIR.width :])
                 stale.append(pair.id)
             # The lock is kept to the end of the transaction unless the savepoint is rolled back:
             # give it back before waiting for the next pair, or two raters waiting for each
@@ -230,7 +232,7 @@ def _claim_waiting(rater_id: int, start: int, avoid_images: Sequence[int]) -> tu
     return None
 
 
-def _slot_take(pair):
+def slot_take(pair):
     """``pair`` (locked, its rank current) with the new assignment counted."""
     pair.in_flight += 1
     pair_rank_refresh(pair)
@@ -275,9 +277,24 @@ def _first_open(
     rater_id: int, start: int, avoid_images: Sequence[int], *, locking: bool, passed: list[int] = ()
 ) -> tuple[PairRow, ImageRow] | None:
     """The first open pair of the rater's order with its image, row-locked with ``locking``."""
-    db = connections[DEFAULT_DB_ALIAS]
+    fetch = partial(fetch_one, connections[DEFAULT_DB_ALIAS])
+    return first_open_pair(fetch, rater_id, start, avoid_images, locking=locking, passed=passed)
+
+
+def first_open_pair(
+    fetch: Callable[[str, dict], tuple | None],
+    rater_id: int,
+    start: int,
+    avoid_images: Sequence[int],
+    *,
+    locking: bool,
+    passed: list[int] = (),
+) -> tuple[PairRow, ImageRow] | None:
+    """``claim_statements`` run by ``fetch`` (a statement and its parameters in, its first row out:
+    Django's connection for the game, a bare driver connection for ``bench/floor_app.py``) until
+    one finds a pair; that pair and its image."""
     for sql, params in claim_statements(rater_id, start, avoid_images, locking=locking, passed=passed):
-        row = fetch_one(db, sql, params)
+        row = fetch(sql, params)
         if row is not None:
             return PAIR.read(row[: PAIR.width]), IMAGE.read(row[PAIR.width :])
     return None

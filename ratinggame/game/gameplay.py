@@ -101,6 +101,19 @@ def serve(profile: ProfileRow, now: datetime, *, wait: bool) -> Served | None:
     return new.served(batch.run())
 
 
+def pool_due(profile: "ProfileRow | RaterProfile", serve_number: int, *, participant: bool) -> str:
+    """The pool game serve ``serve_number`` of this rater is drawn from: their block's control or
+    an owed one (SPEC 2.5), a participant's attention check (SPEC 7), else the game (which the
+    serve falls back to when the pool has nothing for them). The serve and the prefetch's guess
+    both ask this, so the guess is the serve's."""
+    seed = profile.order_seed
+    if journey.control_due_now(seed, serve_number, profile.control_owed_at, profile.controls_owed):
+        return CONTROL
+    if participant and journey.attention_due(seed, serve_number):
+        return ATTENTION
+    return GAME
+
+
 def serve_new(batch: Batch, profile: ProfileRow, now: datetime, *, wait: bool = False) -> NewServe | None:
     """The rater's next game serve, added to ``batch``: a control pair when this serve is their
     block's control (SPEC 2.5), else the next game pair of their order, with the slot it takes
@@ -109,15 +122,9 @@ def serve_new(batch: Batch, profile: ProfileRow, now: datetime, *, wait: bool = 
     serve_number = profile.game_serves
     avoid_images = images_to_avoid(profile)
     expires_at = now + timedelta(seconds=settings.RATINGGAME["ASSIGNMENT_EXPIRY_SECONDS"])
-    found, stage = None, GAME
-    if journey.control_due_now(profile.order_seed, serve_number, profile.control_owed_at, profile.controls_owed):
-        found = control_pick(rater_id=profile.user_id, seed=profile.order_seed, avoid_images=avoid_images)
-        stage = CONTROL
-    elif profile.participant and journey.attention_due(profile.order_seed, serve_number):
-        found = control_pick(
-            rater_id=profile.user_id, seed=profile.order_seed, avoid_images=avoid_images, pool=ATTENTION
-        )
-        stage = ATTENTION
+    found, stage = None, pool_due(profile, serve_number, participant=profile.participant)
+    if stage != GAME:
+        found = control_pick(rater_id=profile.user_id, seed=profile.order_seed, avoid_images=avoid_images, pool=stage)
     if found is None:
         start = order_start(profile.order_seed, serve_number)
         lock = Lock.WAIT if wait else Lock.SKIP

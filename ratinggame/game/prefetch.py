@@ -3,17 +3,18 @@ while the rater looks at the current one (so the next screen shows its image at 
 
 A guess, never a claim: it serves nothing and locks nothing. In the tutorial and in a
 probation round the next pair is known; in the game it is what the rater's next serve would
-take now (their block's control pair, or the first pair of their order, read without a lock),
-which another rater may take first. Only an image is fetched: nothing about the pair's ratings
-reaches the page.
+take now (the control or attention check the serve would draw, ``gameplay.pool_due``, or the
+first pair of their order, read without a lock), which another rater may take first. Only an
+image is fetched: nothing about the pair's ratings reaches the page.
 """
 
 from django.contrib.auth.base_user import AbstractBaseUser
 
-from annotators import journey, progress
+from annotators import progress
+from annotators.models import Participation
 from ratinggame.game.assignment import Lock, game_pair_claim, order_start
 from ratinggame.game.controls import control_pick
-from ratinggame.game.gameplay import images_to_avoid
+from ratinggame.game.gameplay import images_to_avoid, pool_due
 from ratinggame.game.rating import Served
 from ratinggame.models import Image, Pool
 
@@ -38,8 +39,9 @@ def _next_pair_id(rater: AbstractBaseUser, served: Served) -> int | None:
     profile = progress.profile_for(rater)
     avoid = images_to_avoid(profile)  # the open pair's image is the latest of them
     serve = profile.game_serves  # the open pair was serve game_serves - 1
-    if journey.control_due(profile.order_seed, serve):
-        control = control_pick(rater_id=rater.pk, seed=profile.order_seed, avoid_images=avoid)
+    pool = pool_due(profile, serve, participant=Participation.objects.filter(profile=profile).exists())
+    if pool != Pool.GAME:
+        control = control_pick(rater_id=rater.pk, seed=profile.order_seed, avoid_images=avoid, pool=pool)
         if control is not None:
             return control[0].id
     start = order_start(profile.order_seed, serve)

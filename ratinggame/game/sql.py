@@ -79,8 +79,9 @@ class ProfileRow:
     label_lapse: float | None
     recent_images: list
     # Not a column of the profile's table: read beside it by every statement that locks the
-    # profile for a serve or a rating (``participant_of``), so the study's session gate (SPEC 7)
-    # costs a rater who did not come through a platform link nothing.
+    # profile for a serve or a rating (``_participant``, read by ``profile_with_participant``), so
+    # the study's session gate (SPEC 7) costs a rater who did not come through a platform link
+    # nothing.
     participant: bool = dataclasses.field(default=False, init=False)
 
 
@@ -470,8 +471,8 @@ def rater_controls_read(text: str | None) -> list[tuple[datetime, int, int]]:
 @statement
 def latest_game_assignment(vendor: str) -> Statement:
     """The rater's latest serve on the game screen (a control or an attention check too) with its
-    pair and image: the one open, if any (a rater holds at most one), and otherwise the image the
-    next serve should not repeat."""
+    pair and image: the one open, if any (a rater holds at most one). The images the next serve
+    keeps away from are the profile's own (``recent_images``), not read here."""
     sql = (
         f"SELECT {ASSIGNMENT.select('a')}, {PAIR.select('q')}, {IMAGE.select('i')} "  # noqa: S608
         f'FROM {table(Assignment)} a JOIN {table(CaptionPair)} q ON q."id" = a.{column(Assignment, "pair")} '
@@ -582,7 +583,7 @@ def write_plan(*writes: Write) -> WritePlan:
     return _write_plan(_vendor(), writes)
 
 
-# The game's writes (what each names is what ``ratinggame.game.gameplay`` passes, in this order).
+# The game's writes (what each names is what ``ratinggame.game.gateway`` passes, in this order).
 RATING_INSERT = Write(
     Rating,
     (

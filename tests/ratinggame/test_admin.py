@@ -13,13 +13,6 @@ from tests.factories import CaptionPairFactory, TutorialPairFactory, UserFactory
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def staff_client(client):
-    user = UserFactory(username="boss", is_staff=True, is_superuser=True)
-    client.force_login(user)
-    return client
-
-
 def registered_models():
     return [model for model in admin.site._registry if model._meta.app_label in {"ratinggame", "annotators", "scoring"}]
 

@@ -5,27 +5,21 @@ import re
 import zipfile
 
 import pytest
-from django.contrib.auth.models import Group
 from django.urls import reverse
 
-from annotators.roles import ANNOTATOR, RESEARCHER, ensure_roles
+from annotators.roles import ANNOTATOR, RESEARCHER
 from scoring.models import ExportJob
+from tests.factories import UserFactory
+from tests.ratinggame.api_helpers import role_user
 from tests.scoring.export.export_world import world_build
 
 pytestmark = pytest.mark.django_db
 
 
-def user_with_role(django_user_model, name: str, role: str | None = None, **extra):
-    ensure_roles()
-    user = django_user_model.objects.create_user(username=name, password=None, **extra)
-    if role:
-        user.groups.add(Group.objects.get(name=role))
-    return user
-
-
 @pytest.fixture
-def researcher(client, django_user_model):
-    user = user_with_role(django_user_model, "rita", RESEARCHER)
+def researcher(client):
+    """A researcher, signed in on the test client."""
+    user = role_user(RESEARCHER, username="rita")
     client.force_login(user)
     return user
 
@@ -58,21 +52,21 @@ def test_anonymous_visitors_are_sent_to_log_in(client, done_job):
         assert response["Location"].startswith(reverse("login")) and "next=" in response["Location"]
 
 
-def test_annotators_are_refused(client, django_user_model, done_job):
-    client.force_login(user_with_role(django_user_model, "ann", ANNOTATOR))
+def test_annotators_are_refused(client, done_job):
+    client.force_login(role_user(ANNOTATOR, username="ann"))
     for method, url in urls(done_job.pk):
         assert getattr(client, method)(url, {"min_ratings": 3, "seed": 0, "formats": ["csv"]}).status_code == 403
     assert ExportJob.objects.count() == 1
 
 
-def test_researchers_and_staff_see_the_page(client, django_user_model, researcher, done_job):
+def test_researchers_and_staff_see_the_page(client, researcher, done_job):
     response = client.get(reverse("scoring:research"))
     assert response.status_code == 200
     page = response.content.decode()
     assert "<progress" in page and 'aria-labelledby="export-' in page
     assert reverse("scoring:export-download", args=[done_job.pk]) in page
     assert 'name="min_ratings"' in page and 'value="parquet"' in page
-    client.force_login(user_with_role(django_user_model, "sam", None, is_staff=True))
+    client.force_login(UserFactory(username="sam", is_staff=True))
     assert client.get(reverse("scoring:research")).status_code == 200
 
 

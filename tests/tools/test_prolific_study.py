@@ -20,7 +20,7 @@ from ratinggame.models import Rating, game_ratings
 from tests.acks import acknowledged, stored_ratings
 from tests.annotators.study.fake_prolific import FakeProlific
 from tests.ratinggame.api_helpers import researcher
-from tests.tools.test_simulation import SEED, _concurrency, fast_server, prime_like_a_model  # noqa: F401
+from tests.tools.crowd_helpers import SEED, live_concurrency, prime_like_a_model
 from tools.simulator.crowd import CrowdConfig, crowd_simulate
 from tools.simulator.report import format_report
 
@@ -28,7 +28,7 @@ PARTICIPANTS, PAIRS, QUOTA = 6, 60, 12  # 4 honest participants and 2 careless o
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_whole_prolific_study_from_entry_to_the_last_bonus(live_server, fast_server, settings):  # noqa: F811
+def test_a_whole_prolific_study_from_entry_to_the_last_bonus(live_server, fast_server, settings):
     settings.RATINGGAME_STUDY = {
         **settings.RATINGGAME_STUDY,
         "QUOTA_RATINGS": QUOTA,
@@ -43,7 +43,7 @@ def test_a_whole_prolific_study_from_entry_to_the_last_bonus(live_server, fast_s
         raters=PARTICIPANTS - 2,
         pairs=PAIRS,
         seed=SEED,
-        concurrency=_concurrency(),
+        concurrency=live_concurrency(),
         admin_token=Token.objects.create(user=researcher()).key,
         setup=True,
         retry_seconds=5,

@@ -9,16 +9,15 @@ import math
 
 import numpy as np
 import pytest
-from django.core.cache import cache
-from django.db import connection
 from rest_framework.authtoken.models import Token
 from scipy import stats
 
 from annotators.models import RaterProfile
-from ratinggame.models import CaptionPair, Pool, PrimingStatus, Rating
+from ratinggame.models import CaptionPair, Pool, Rating
 from tests.acks import acknowledged, stored_ratings
 from tests.conftest import FULL_TESTS
 from tests.ratinggame.api_helpers import researcher
+from tests.tools.crowd_helpers import SEED, live_concurrency, prime_like_a_model
 from tools.simulator import crowd as simulation
 from tools.simulator.crowd import CrowdConfig, crowd_simulate
 from tools.simulator.report import format_report
@@ -86,13 +85,6 @@ def test_setup_qualities_are_balanced_and_game_share_rounds_up():
 
 # --- A crowd against a live server -------------------------------------------------------------
 
-# Every new game pair is primed with two model ratings (SPEC section 4), and the first rater of
-# a pair is scored against them. No model weights exist in tests, so the test primes the pairs
-# the simulator uploaded as a model of known error would: true quality + N(0, PRIME_SD), clipped
-# to 1..5. Without primes the first rater of every pair scores 0, and in the simulated crowd
-# even raters that always rate the true quality failed qualification windows (which reset the
-# score): rho was 0.68-0.87 at 20-150 game ratings per rater.
-PRIME_SD = 0.5
 # Sizes (seeded; the server's serving order is not): 12 raters x 300 pairs = 100 scored game
 # ratings each (a qualification window is 20; a failed window's ratings do not count toward
 # the share, see tools.simulator.crowd). An offline replay of the game's rules at these sizes
@@ -101,36 +93,6 @@ PRIME_SD = 0.5
 RATERS = 12
 PAIRS = 300
 SMALL_RATERS, SMALL_PAIRS = 4, 30
-SEED = 7
-
-
-@pytest.fixture
-def fast_server(settings, monkeypatch):
-    """The live server with a 0.05 s delay, cheap password hashing and no API throttling."""
-    from rest_framework.throttling import SimpleRateThrottle
-
-    settings.RATINGGAME = {**settings.RATINGGAME, "MIN_SECONDS_PER_RATING": 0.05}
-    rates = {scope: "1000000/min" for scope in SimpleRateThrottle.THROTTLE_RATES}
-    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", rates)
-    cache.clear()
-    yield
-    cache.clear()
-
-
-def _concurrency() -> int:
-    # An in-memory SQLite test database is one connection shared by the live server's threads:
-    # one request at a time. PostgreSQL takes them in parallel.
-    return 1 if connection.vendor == "sqlite" else 6
-
-
-def prime_like_a_model(truths: dict[int, int]) -> None:
-    """Two primes per game pair, as the gpu worker would store them, from a model of known error."""
-    rng = np.random.default_rng(SEED)
-    for pair in CaptionPair.objects.filter(pk__in=truths, pool=Pool.GAME).order_by("pk"):
-        quality = truths[pair.pk]
-        pair.primes = [float(np.clip(quality + rng.normal(0.0, PRIME_SD), 1, 5)) for _ in range(2)]
-        pair.priming_status = PrimingStatus.DONE
-        pair.save(update_fields=["primes", "priming_status"])
 
 
 def play_crowd(server: str, *, raters: int, pairs: int):
@@ -140,7 +102,7 @@ def play_crowd(server: str, *, raters: int, pairs: int):
         raters=raters,
         pairs=pairs,
         seed=SEED,
-        concurrency=_concurrency(),
+        concurrency=live_concurrency(),
         admin_token=token,
         setup=True,
         retry_seconds=5,
@@ -196,7 +158,7 @@ def test_setup_uploads_pairs_through_the_api_and_raters_rate_around_their_qualit
         raters=2,
         pairs=5,
         seed=1,
-        concurrency=_concurrency(),
+        concurrency=live_concurrency(),
         admin_token=token,
         setup=True,
         share=3,
@@ -273,7 +235,7 @@ def test_the_drift_rule_sends_back_raters_who_turn_bad_and_the_straight_liner_en
         raters=honest,
         pairs=pairs,
         seed=SEED,
-        concurrency=_concurrency(),
+        concurrency=live_concurrency(),
         admin_token=token,
         setup=True,
         share=share,

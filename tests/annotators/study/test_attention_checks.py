@@ -11,6 +11,7 @@ from django.test import Client
 from annotators import journey
 from annotators.models import RaterProfile
 from ratinggame import game
+from ratinggame.game.prefetch import next_pair_image
 from ratinggame.models import Assignment, CaptionPair, Pool, Rating
 from tests.annotators.study.test_completion import participant, study_quota
 from tests.factories import AttentionCheckFactory
@@ -196,3 +197,21 @@ def test_the_pay_page_lists_them(client, checks):
     assert 'id="reject-eligible"' in html
     table = html.split('id="reject-table"')[1].split("</table>")[0]
     assert "a" * 24 in table and "Failed attention checks" in table
+
+
+def test_the_next_image_guessed_is_the_next_serves_at_an_attention_check_too(checks):
+    """The rating screen fetches ahead the image the next serve will show (``prefetch``): for a
+    participant, an attention check's when the serve draws one, as the serve itself decides it."""
+    game_pairs(30, primes=[3.0, 3.0])
+    user, clock = participant(Client()).user, Clock()
+    served = game.pair_serve(rater=user, now=clock.now)
+    stages = []
+    for _ in range(3 * EVERY):
+        guessed = next_pair_image(rater=user, served=served)
+        feedback = game.rating_submit(
+            rater=user, assignment_id=served.assignment_id, value=3, now=clock.tick(1), serve_next=True
+        )
+        served = feedback.next
+        stages.append(_stage(served))
+        assert guessed.pk == CaptionPair.objects.get(pk=served.pair_id).image_id, stages
+    assert Pool.ATTENTION in stages

@@ -12,76 +12,15 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from annotators.models import Participation, Platform, RaterProfile
+from annotators.models import Participation
 from annotators.study.pay import Pay, median_pay, money, pay_for, session_seconds
 from annotators.study.pay_files import COLUMNS, adjustment_csv, full_csv, prolific_bonus_csv
 from annotators.study.report import PayPeriodError, pay_period, pay_report
-from ratinggame.game.aggregates import pair_aggregates_recompute
-from ratinggame.game.withdrawal import rater_withdraw
-from ratinggame.models import Pool
-from tests.factories import CaptionPairFactory, TutorialPairFactory, rating_record
+from tests.annotators.study.pay_world import DAY
 from tests.ratinggame.api_helpers import admin, annotator, error_of, researcher, token_client
 from tests.ratinggame.journey_helpers import T0
 
 pytestmark = pytest.mark.django_db
-
-DAY = T0.date()  # 2030-01-01; T0 is noon
-
-
-@pytest.fixture
-def rates(settings):
-    settings.RATINGGAME_STUDY = {
-        **settings.RATINGGAME_STUDY,
-        "PAY_HOURLY": Decimal("9.00"),
-        "PAY_PER_POINT": Decimal("0.025"),
-        "ACTIVE_SECONDS_CAP": 60,
-        "PLATFORM_MIN_HOURLY": Decimal("40.00"),
-        "CURRENCY": "GBP",
-    }
-
-
-def came_from_prolific(user, pid: str) -> None:
-    profile = RaterProfile.objects.get(user=user)
-    Participation.objects.create(
-        profile=profile, platform=Platform.PROLIFIC, external_id=pid, entered_at=T0, last_entry_at=T0
-    )
-
-
-def rate(user, seconds: float, minutes: float, pool: str = Pool.GAME, shown_total: int | None = None, **kw):
-    pair = TutorialPairFactory(expert_rating=3) if pool == Pool.TUTORIAL else CaptionPairFactory(pool=pool)
-    rating = rating_record(
-        rater=user, pair=pair, value=3, seconds=seconds, submitted_at=T0 + timedelta(minutes=minutes), **kw
-    )
-    if shown_total is not None:
-        rating.feedback = {"stage_total": shown_total}
-        rating.save(update_fields=["feedback"])
-    return rating
-
-
-@pytest.fixture
-def crowd(rates):
-    """A: Prolific P1, 7 ratings (75 s and 120 s capped at 60), two sessions, 37 points last shown.
-    B: Prolific P2, withdrew; 2 game ratings of 40 s, last shown -5 points. C: open sign-up, one
-    10-s rating, 4 points. Staff's ratings and ratings outside the day are not paid."""
-    a, b, c = annotator(), annotator(), annotator()
-    came_from_prolific(a, "P1aaaaaaaaaaaaaaaaaaaaaa")
-    came_from_prolific(b, "P2bbbbbbbbbbbbbbbbbbbbbb")
-    for minutes, seconds in ((0, 20), (1, 75), (2, 10)):
-        rate(a, seconds, minutes, pool=Pool.TUTORIAL)
-    rate(a, 30, 3, shown_total=10)
-    rate(a, 45, 4, shown_total=20, excluded=True)
-    rate(a, 120, 5, shown_total=36)
-    rate(a, 1, 180, shown_total=37)  # three hours later: a second session
-    rate(a, 50, 60 * 13, shown_total=99)  # the next day: outside the period
-    for rating in (rate(b, 40, 10, shown_total=3), rate(b, 40, 11, shown_total=-5)):
-        # The pair's aggregates as the game keeps them: the withdrawal takes the rating back out.
-        pair = rating.pair
-        pair.human_count, pair.human_sum, pair.human_sumsq = pair_aggregates_recompute(pair)
-        pair.save()
-    rater_withdraw(user=b)
-    rate(c, 10, 20, shown_total=4)
-    rate(admin(), 30, 30, shown_total=50)
-    return a, b, c
 
 
 def test_the_arithmetic_of_one_rater():

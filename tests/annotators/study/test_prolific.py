@@ -27,7 +27,7 @@ from annotators.study.ledger import (
 from annotators.study.prolific import Prolific
 from annotators.study.report import pay_period, pay_report
 from tests.annotators.study.fake_prolific import FakeProlific
-from tests.annotators.study.test_pay import DAY, crowd, rate, rates  # noqa: F401 (fixtures)
+from tests.annotators.study.pay_world import DAY, rate
 from tests.ratinggame.api_helpers import annotator, researcher
 
 pytestmark = pytest.mark.django_db
@@ -36,7 +36,7 @@ P1, P2 = "P1aaaaaaaaaaaaaaaaaaaaaa", "P2bbbbbbbbbbbbbbbbbbbbbb"
 
 
 @pytest.fixture
-def fake(settings, crowd):  # noqa: F811
+def fake(settings, crowd):
     with FakeProlific() as server:
         server.submission(P1)
         server.submission(P2, status="RETURNED")
@@ -65,7 +65,7 @@ def bonus_due(up_to=DAY) -> dict[str, Decimal]:
     return {r.participant_id: r.platform_due for r in rows if r.platform == "prolific" and r.platform_due}
 
 
-def test_a_bonus_run_pays_each_participant_the_report_to_the_cent_once(fake, api, crowd):  # noqa: F811
+def test_a_bonus_run_pays_each_participant_the_report_to_the_cent_once(fake, api, crowd):
     a, _, _ = crowd
     now = timezone.now()
     batch = bonus_run(up_to=DAY, by=researcher(), now=now, api=api)
@@ -165,7 +165,7 @@ def test_a_cancelled_draft_pays_nothing_and_its_lines_stay_owed(fake, api):
         batch_cancel(BonusBatch.objects.get(state=BonusState.PAID))
 
 
-def test_approval_takes_the_completed_participants_submissions_only(fake, api, crowd):  # noqa: F811
+def test_approval_takes_the_completed_participants_submissions_only(fake, api, crowd):
     a, b, _ = crowd
     fake.fault("list", "500")  # a list may be read again
     first = submissions_sync(api, approve=True, now=timezone.now())
@@ -238,7 +238,7 @@ def test_the_pay_page_asks_the_researcher_about_a_batch_whose_answer_was_lost(cl
     assert BonusBatch.objects.get().state == BonusState.PAID and fake.paid_to() == bonus_due()
 
 
-def test_approvals_from_the_pay_page_are_shown_then_done(client, fake, crowd):  # noqa: F811
+def test_approvals_from_the_pay_page_are_shown_then_done(client, fake, crowd):
     Participation.objects.filter(profile__user=crowd[0]).update(outcome=SessionOutcome.COMPLETED)
     client.force_login(researcher())
     preview = client.post(reverse("annotators:prolific_approve")).content.decode()
@@ -247,7 +247,7 @@ def test_approvals_from_the_pay_page_are_shown_then_done(client, fake, crowd):  
     assert fake.approved == [fake.submissions[0]["id"]]
 
 
-def test_only_researchers_pay_and_the_page_says_what_to_set(client, crowd, settings):  # noqa: F811
+def test_only_researchers_pay_and_the_page_says_what_to_set(client, crowd, settings):
     client.force_login(annotator())
     for name, args in (("bonus_draft", []), ("prolific_approve", []), ("bonus_batch", [1])):
         assert client.post(reverse(f"annotators:{name}", args=args)).status_code == 403
@@ -286,7 +286,7 @@ def test_a_success_whose_body_is_not_prolifics_json_counts_as_maybe_carried_out(
     assert BonusBatch.objects.get().state == BonusState.PAYING and fake.paid_to() == bonus_due()
 
 
-def test_a_batch_pays_only_this_studys_participants(fake, api, crowd):  # noqa: F811
+def test_a_batch_pays_only_this_studys_participants(fake, api, crowd):
     Participation.objects.filter(profile__user=crowd[0]).update(study_id="another-study")
     with pytest.raises(LedgerError, match="Nothing is owed"):
         bonus_run(up_to=DAY, by=None, now=timezone.now(), api=api)

@@ -9,7 +9,7 @@ from annotators.models import BonusBatch, BonusState
 from annotators.study.ledger import LedgerError, batch_create, batch_draft, batch_pay
 from annotators.study.prolific import Prolific
 from tests.annotators.study.fake_prolific import FakeProlific
-from tests.annotators.study.test_pay import DAY, crowd, rates  # noqa: F401 (fixtures)
+from tests.annotators.study.pay_world import DAY
 from tests.annotators.study.test_prolific import P1, P2
 from tests.ratinggame.game.test_concurrency import run_at_once
 
@@ -19,7 +19,7 @@ PRESSES = 6
 
 
 @pytest.fixture
-def fake(settings, crowd):  # noqa: F811
+def fake(settings, crowd):
     with FakeProlific() as server:
         server.submission(P1)
         server.submission(P2)

@@ -15,16 +15,9 @@ from django.urls import reverse
 from annotators.models import RaterState
 from ratinggame import game
 from ratinggame.models import Assignment, CaptionPair, Rating
-from tests.factories import UserFactory
 from tests.ratinggame.journey_helpers import T0, assert_pairs_consistent, game_pairs, rater, seed_ratings
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def staff_client(client):
-    client.force_login(UserFactory(username="boss", is_staff=True, is_superuser=True))
-    return client
 
 
 @pytest.fixture

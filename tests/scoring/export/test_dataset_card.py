@@ -1,6 +1,5 @@
 """The bundle's dataset card (README.md): it loads with Hugging Face datasets into its configs and splits."""
 
-import importlib.util
 import json
 import re
 
@@ -8,27 +7,9 @@ import pyarrow as pa
 import pytest
 import yaml
 
-from tests.conftest import service_missing
-from tests.scoring.export.export_world import world_build
 from tests.scoring.export.test_export import build, read_csv
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def world():
-    return world_build()
-
-
-@pytest.fixture
-def load_dataset(monkeypatch, tmp_path):
-    if importlib.util.find_spec("datasets") is None:
-        service_missing("the datasets package is not installed (requirements-dev.txt)")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # a local folder: nothing to fetch
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    from datasets import load_dataset as load
-
-    return lambda folder, config: load(str(folder), config, cache_dir=str(tmp_path / "hf-cache"))
 
 
 def front_matter(card: str) -> dict:

@@ -13,7 +13,6 @@ from PIL import Image as PILImage
 from ratinggame.models import CaptionPair, Rating
 from scoring.splits import SPLITS
 from tests.scoring.export.export_world import world_build
-from tests.scoring.export.test_dataset_card import load_dataset  # noqa: F401 (a fixture)
 from tests.scoring.export.test_export import build, read_csv
 
 pytestmark = pytest.mark.django_db
@@ -88,7 +87,7 @@ def test_with_images_each_row_carries_its_image_file(world, tmp_path):
 
 
 @pytest.mark.datasets
-def test_it_loads_as_polaris_loads(world, tmp_path, load_dataset):  # noqa: F811 (the fixture)
+def test_it_loads_as_polaris_loads(world, tmp_path, load_dataset):
     from datasets import Features, Image, List, Value
 
     out = tmp_path / "out"
