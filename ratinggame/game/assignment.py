@@ -61,7 +61,7 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 
 from annotators.journey import seeded_draw
 from ratinggame.game.cursor import fetch_one
-from ratinggame.game.prior import level_prior
+from ratinggame.game.prior import IN_FORCE, Prior, level_prior
 from ratinggame.game.sql import IMAGE, PAIR, ImageRow, PairRow, Statement, column, row_lock, statement, table
 from ratinggame.models import (
     MAX_HUMAN_RATINGS,
@@ -89,6 +89,7 @@ def assign_rank_for(
     in_flight: int,
     withdrawn: bool = False,
     evidence: list | None = None,
+    prior: "Prior | str" = IN_FORCE,
 ) -> int | None:
     """The game pair's rank in the serving order, or None when it takes no more raters.
 
@@ -103,23 +104,28 @@ def assign_rank_for(
         return None
     if committed < MIN_HUMAN_RATINGS:
         return (AssignRank.FRESH, AssignRank.STARTED, AssignRank.NEAR_MINIMUM)[committed]
-    return AssignRank.DISAGREEING if needs_more(human_count, human_sum, human_sumsq, evidence) else None
+    more = needs_more(human_count, human_sum, human_sumsq, evidence, prior=prior)
+    return AssignRank.DISAGREEING if more else None
 
 
-def needs_more(human_count: int, human_sum: int, human_sumsq: int, evidence: list | None) -> bool:
+def needs_more(
+    human_count: int, human_sum: int, human_sumsq: int, evidence: list | None, *, prior: "Prior | str" = IN_FORCE
+) -> bool:
     """Whether a pair with 3 to 6 committed ratings takes another (SPEC 5.1).
 
     ``unanimous``: while its stored human ratings are not all equal (n * sum(x²) != (sum x)²).
     ``settled``: once 3 are stored, while the ordinal rater model (``scoring.ordinal``) gives more
     than the threshold to the chance that more ratings would change its label; until 3 are stored
-    the open assignments' ratings are awaited (they may settle it).
+    the open assignments' ratings are awaited (they may settle it). ``prior``: the level prior to
+    judge with (None: flat), by default the one in force in this process (``prior.level_prior``).
     """
     rules = settings.RATINGGAME
     if rules["ASSIGNMENT_POLICY"] == "unanimous":
         return human_count >= 2 and human_count * human_sumsq != human_sum * human_sum
     if human_count < MIN_HUMAN_RATINGS:
         return False
-    return not ordinal.is_settled(evidence, rules["SETTLED_THRESHOLD"], level_prior())
+    shares = level_prior() if prior == IN_FORCE else prior
+    return not ordinal.is_settled(evidence, rules["SETTLED_THRESHOLD"], shares)
 
 
 def slot_give_back(pair: CaptionPair, assignment_id: int, **fields) -> bool:
@@ -135,8 +141,9 @@ def slot_give_back(pair: CaptionPair, assignment_id: int, **fields) -> bool:
     return True
 
 
-def pair_rank_refresh(pair: CaptionPair | PairRow) -> None:
-    """Set ``pair.assign_rank`` from its counters (the caller holds the row lock and saves)."""
+def pair_rank_refresh(pair: CaptionPair | PairRow, *, prior: "Prior | str" = IN_FORCE) -> None:
+    """Set ``pair.assign_rank`` from its counters (the caller holds the row lock and saves), with
+    the level prior ``prior`` (``needs_more``)."""
     if pair.pool != Pool.GAME:
         pair.assign_rank = None
         return
@@ -147,6 +154,7 @@ def pair_rank_refresh(pair: CaptionPair | PairRow) -> None:
         in_flight=pair.in_flight,
         withdrawn=pair.withdrawn_at is not None,
         evidence=pair.label_evidence,
+        prior=prior,
     )
 
 

@@ -7,7 +7,8 @@ applies its transition. A tutorial or probation rating is decided from the exper
 where the rater is in the tutorial or the round (``teaching_decide``); ``ratinggame.game.rating``
 reads that and writes what it decided. The rules are the journey's (``annotators.journey``) and
 Algorithm 1 (``scoring.consensus``); this module only puts them in the order one rating meets
-them, so that the order can be read, and tested, without a database
+them, so that the order can be read, and tested, without a database (the level prior a pair's
+rank is judged with comes in with the rows)
 (``tests/ratinggame/game/test_decision.py``).
 """
 
@@ -22,6 +23,7 @@ from ratinggame.game import sql
 from ratinggame.game.aggregates import in_force, pair_rating_add, rater_model_of
 from ratinggame.game.assignment import pair_rank_refresh
 from ratinggame.game.controls import control_results
+from ratinggame.game.prior import Prior
 from ratinggame.game.sql import AssignmentRow, PairRow, ProfileRow
 from ratinggame.models import Pool
 from scoring.consensus import consensus_from_aggregates, player_score, player_score_from_aggregates, tutorial_points
@@ -50,18 +52,21 @@ def decide(
     value: int,
     now: datetime,
     *,
+    prior: Prior,
     window_rating_ids: Sequence[int] = (),
 ) -> Decision:
     """The decision of ``value`` for ``assignment``, which the caller checked (the rater's, open,
-    old enough, the value on the scale). ``window_rating_ids``: when this rating closes the
-    qualification window, the ids of the window's earlier ratings (a failed window takes them out of
-    consensus); the assignment carries the rater's recent control ratings for the drift rule."""
+    old enough, the value on the scale). ``prior``: the level prior the pair's rank is judged with
+    (SPEC 5.1; None: flat), which the caller reads (``prior.level_prior``), so that nothing here
+    reads the database. ``window_rating_ids``: when this rating closes the qualification window,
+    the ids of the window's earlier ratings (a failed window takes them out of consensus); the
+    assignment carries the rater's recent control ratings for the drift rule."""
     # Copies, with what was read beside the rows (``ProfileRow.participant``): the decision's own.
     profile, pair = copy.copy(profile), copy.copy(pair)
     # An attention check (SPEC 7) is in no score, window or consensus: recorded, and that is all.
     counted = assignment.stage != ATTENTION
     window_before = Window(count=profile.window_count, points=profile.window_points)
-    points, reference, shown = _score(profile, assignment, pair, value)
+    points, reference, shown = _score(profile, assignment, pair, value, prior)
     window = window_before.after(points) if counted else window_before
     decided = _decided(assignment, window, window_before, window_rating_ids, value, reference, now) if counted else None
     profile.game_score = journey.score_after(profile.game_score, points, decided)
@@ -76,7 +81,9 @@ def decide(
     return Decision(points, reference, shown, profile, pair, decided)
 
 
-def _score(profile: ProfileRow, assignment: AssignmentRow, pair: PairRow, value: int) -> tuple[int, int | None, dict]:
+def _score(
+    profile: ProfileRow, assignment: AssignmentRow, pair: PairRow, value: int, prior: Prior
+) -> tuple[int, int | None, dict]:
     """(points, the consensus it was scored against, what the feedback says of it) by Algorithm 1;
     a game pair's aggregates, slot and rank are moved on (on ``pair``, the decision's copy)."""
     if assignment.stage == ATTENTION:
@@ -91,7 +98,7 @@ def _score(profile: ProfileRow, assignment: AssignmentRow, pair: PairRow, value:
     points = 0 if first_rater else player_score_from_aggregates(value, before.count, before.total, before.total_sq)
     pair.in_flight = max(pair.in_flight - 1, 0)
     pair_rating_add(pair, value, rater_model_of(profile))
-    pair_rank_refresh(pair)
+    pair_rank_refresh(pair, prior=prior)
     return points, consensus_from_aggregates(before.count, before.total), {"first_rater": first_rater}
 
 

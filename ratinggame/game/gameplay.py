@@ -31,6 +31,7 @@ from ratinggame.game.assignment import Lock, game_pair_claim, order_start
 from ratinggame.game.controls import control_pick
 from ratinggame.game.decision import decide
 from ratinggame.game.gateway import Batch
+from ratinggame.game.prior import level_prior
 from ratinggame.game.results import (
     Feedback,
     Served,
@@ -212,7 +213,8 @@ def rate(
         window_rating_ids, pair = gateway.window_lock(
             profile, window_before.count, pair, control=assignment.stage == CONTROL
         )
-    decision = decide(profile, assignment, pair, value, now, window_rating_ids=window_rating_ids)
+    prior = level_prior()  # read by the process every few minutes, not per rating
+    decision = decide(profile, assignment, pair, value, now, prior=prior, window_rating_ids=window_rating_ids)
     profile, pair = decision.profile, decision.pair
     batch = Batch()
     closed, inserted = gateway.rating_writes(

@@ -15,11 +15,15 @@ from django.utils import timezone
 
 from ratinggame.models import LevelPrior
 
+# A level prior: each level's share (``scoring.ordinal``), or None for a flat one.
+Prior = tuple[float, ...] | None
+# Where a prior may be passed (``assignment.needs_more``): the one in force in this process.
+IN_FORCE = "in force"
 READ_EVERY_SECONDS = 300.0
 _memo: dict = {"shares": None, "read_at": float("-inf")}
 
 
-def level_prior() -> tuple[float, ...] | None:
+def level_prior() -> Prior:
     if not settings.RATINGGAME["LEVEL_PRIOR"]:
         return None
     now = time.monotonic()

@@ -10,8 +10,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from ratinggame.game.aggregates import pair_rating_add, rater_model_of
 from ratinggame.game.decision import decide, teaching_decide
 from ratinggame.game.sql import AssignmentRow, PairRow, ProfileRow
+from ratinggame.models import AssignRank
+from scoring import ordinal
 
 NOW = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -89,7 +92,7 @@ def assignment_row(stage="game", controls: list[tuple[datetime, int, int]] = ())
 )
 def test_a_game_rating_scores_spec_3s_worked_examples_against_the_primes_and_the_humans(before, value, points):
     for pair in (pair_row(primes=before), pair_row(humans=before)):
-        decision = decide(profile_row(), assignment_row(), pair, value, NOW)
+        decision = decide(profile_row(), assignment_row(), pair, value, NOW, prior=None)
         assert decision.points == points
         assert decision.reference == (3 if before == (1, 5) else 4)  # r = round_half_up(mean(prev))
         assert decision.profile.game_score == 100 + points
@@ -99,7 +102,7 @@ def test_a_game_rating_scores_spec_3s_worked_examples_against_the_primes_and_the
 
 def test_the_pair_after_the_rating_counts_it_gives_its_slot_back_and_the_rows_given_stay_as_they_were():
     profile, pair = profile_row(), pair_row(primes=(4, 4), humans=(4,))
-    decision = decide(profile, assignment_row(), pair, 2, NOW)
+    decision = decide(profile, assignment_row(), pair, 2, NOW, prior=None)
     after = decision.pair
     assert (after.human_count, after.human_sum, after.human_sumsq, after.in_flight) == (2, 6, 20, 0)
     assert after.label_evidence != [0.0] * 5
@@ -107,22 +110,39 @@ def test_the_pair_after_the_rating_counts_it_gives_its_slot_back_and_the_rows_gi
     assert profile.game_score == 100
 
 
+def test_the_pairs_rank_is_judged_with_the_level_prior_passed_in(settings):
+    """SPEC 5.1's settled policy: a third 3 after two is not settled on a flat prior, and is on one
+    that makes 3 the common level. The decision takes the prior with the rows (no query for it)."""
+    settings.RATINGGAME = {**settings.RATINGGAME, "ASSIGNMENT_POLICY": "settled"}
+    pair = pair_row()
+    for value in (3, 3):
+        pair_rating_add(pair, value, rater_model_of(profile_row()))
+    threshold = settings.RATINGGAME["SETTLED_THRESHOLD"]
+    ranks = {}
+    for prior in (None, (0.02, 0.03, 0.9, 0.03, 0.02)):
+        after = decide(profile_row(), assignment_row(), pair, 3, NOW, prior=prior).pair
+        settled = ordinal.is_settled(after.label_evidence, threshold, prior)
+        ranks[prior] = after.assign_rank
+        assert after.assign_rank == (None if settled else AssignRank.DISAGREEING)
+    assert ranks == {None: AssignRank.DISAGREEING, (0.02, 0.03, 0.9, 0.03, 0.02): None}
+
+
 def test_the_first_rater_of_a_pair_with_no_primes_scores_0_and_is_told_so():
-    decision = decide(profile_row(), assignment_row(), pair_row(), 5, NOW)
+    decision = decide(profile_row(), assignment_row(), pair_row(), 5, NOW, prior=None)
     assert (decision.points, decision.reference, decision.shown["first_rater"]) == (0, None, True)
     assert decision.pair.human_count == 1
 
 
 def test_a_control_is_scored_against_its_expert_rating_and_moves_no_pair_counter():
     pair = pair_row(primes=(1, 1), expert=4)
-    decision = decide(profile_row(), assignment_row("control"), pair, 3, NOW)
+    decision = decide(profile_row(), assignment_row("control"), pair, 3, NOW, prior=None)
     assert (decision.points, decision.reference) == (0, 4)  # [4, 4] before it, x = 3: 0 points
     assert (decision.pair.human_count, decision.pair.in_flight) == (0, 1)
 
 
 def test_an_attention_check_scores_nothing_and_leaves_the_window_and_the_score():
     profile = profile_row(window_count=5, window_points=6)
-    decision = decide(profile, assignment_row("attention"), pair_row(expert=2), 2, NOW)
+    decision = decide(profile, assignment_row("attention"), pair_row(expert=2), 2, NOW, prior=None)
     assert (decision.points, decision.reference, decision.shown["attention"]) == (0, 2, True)
     assert (decision.profile.window_count, decision.profile.window_points) == (5, 6)
     assert decision.profile.game_score == 100 and decision.transition is None
@@ -131,7 +151,8 @@ def test_an_attention_check_scores_nothing_and_leaves_the_window_and_the_score()
 @pytest.mark.parametrize(("points_before", "outcome"), [(22, "window_failed"), (23, "window_passed")])
 def test_the_twentieth_rating_closes_the_window_passed_from_25_points(points_before, outcome):
     profile = profile_row(window_count=19, window_points=points_before, game_score=points_before)
-    decision = decide(profile, assignment_row(), pair_row(primes=(4, 4)), 4, NOW, window_rating_ids=[11, 12])
+    pair = pair_row(primes=(4, 4))
+    decision = decide(profile, assignment_row(), pair, 4, NOW, prior=None, window_rating_ids=[11, 12])
     assert decision.shown["transition"] == outcome
     assert decision.shown["window"] == [20, points_before + 2]
     if outcome == "window_failed":  # SPEC 2.3: the score reset, the window's ratings out of consensus
@@ -147,12 +168,12 @@ def test_a_control_that_brings_the_mean_agreement_under_the_threshold_sends_the_
     earlier = [(NOW - timedelta(hours=h), value, 4) for h, value in ((1, 4), (2, 2))]  # newest first: 2, then 0
     pair = pair_row(expert=4)
     # Agreements 0, 2 and now 1 (x = 3 against 4): mean 1.0, under 1.1.
-    drifted = decide(profile_row(), assignment_row("control", earlier), pair, 3, NOW)
+    drifted = decide(profile_row(), assignment_row("control", earlier), pair, 3, NOW, prior=None)
     assert drifted.transition.name == "drift" and drifted.shown["transition"] == "drift"
     assert drifted.transition.exclude_since == NOW - timedelta(hours=2)  # the first of the three
     assert drifted.profile.game_score == 0
     # Exact this time (2): mean 1.33, and the rater goes on.
-    kept = decide(profile_row(), assignment_row("control", earlier), pair, 4, NOW)
+    kept = decide(profile_row(), assignment_row("control", earlier), pair, 4, NOW, prior=None)
     assert kept.transition is None and kept.profile.game_score == 102
 
 
