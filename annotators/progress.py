@@ -204,6 +204,27 @@ def game_enter(*, profile: RaterProfile, now: datetime) -> None:
     profile.save(update_fields=["state", "game_entered_at", "window_count", "window_points"])
 
 
+def tutorial_finish(*, profile: RaterProfile, score: int, passed: bool, now: datetime) -> None:
+    """The tutorial's last pair rated (SPEC 2.1): its score kept, then into the game when it
+    passed, else onto probation."""
+    profile.tutorial_score = score
+    profile.tutorial_completed_at = now
+    profile.save(update_fields=["tutorial_score", "tutorial_completed_at"])
+    if passed:
+        game_enter(profile=profile, now=now)
+    else:
+        probation_enter(profile=profile)
+
+
+def probation_round_rated(round_: ProbationRound, *, score: int, passed: bool | None, now: datetime) -> None:
+    """One more pair of the round rated (SPEC 2.2), its points in ``score``; with ``passed`` (True
+    or False, after its last pair) the round is finished."""
+    round_.score, round_.rated = score, round_.rated + 1
+    if passed is not None:
+        round_.finished_at, round_.passed = now, passed
+    round_.save(update_fields=["score", "rated", "finished_at", "passed"])
+
+
 def probation_enter(*, profile: RaterProfile) -> ProbationRound:
     """Onto probation, with a new round."""
     profile.state = RaterState.PROBATION

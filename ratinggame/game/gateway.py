@@ -1,10 +1,13 @@
-"""Every read and write of the rating path, at every stage, and the order they lock rows in.
+"""Every read and write of a serve and a rating, at every stage, and the order they lock rows in.
 
 The services decide (``rating``: the checks every rating passes; ``gameplay``: the game's serve
 and rating; ``decision``: what a rating scores and moves, from its rows alone); this module is
 where they meet the database. The statements are built in ``ratinggame.game.sql`` (once per
-process, from the models' names) and the claim's in ``ratinggame.game.assignment`` (its probes
-of the serving order); the journey's moves, ``annotators.progress``, take the ORM.
+process, from the models' names). Three reads choose what to serve and stay beside their rules:
+the claim's probes of the serving order (``ratinggame.game.assignment``), the control pick
+(``ratinggame.game.controls``) and the next teaching pair (``annotators.progress``). The journey's
+moves (``annotators.progress``: into the game, onto probation, a round's score) and the rarer
+writes of a skip and a report (``skips``, ``reports``) take the ORM, in the same lock order.
 
 One lock order everywhere, so no deadlock: the rater's profile row first (``profile_locked``,
 the first query of every serve, rating and skip), then caption pairs in id order (the rated

@@ -328,13 +328,7 @@ def _submit_tutorial(
         Pool.TUTORIAL, value, pair.expert_rating, earlier=earlier, rated=len(done), size=len(pair_ids)
     )
     if decided.finished:
-        profile.tutorial_score = decided.total
-        profile.tutorial_completed_at = now
-        profile.save(update_fields=["tutorial_score", "tutorial_completed_at"])
-        if decided.passed:
-            progress.game_enter(profile=profile, now=now)
-        else:
-            progress.probation_enter(profile=profile)
+        progress.tutorial_finish(profile=profile, score=decided.total, passed=decided.passed, now=now)
     return _teaching_store(assignment, pair, value, decided, profile, now)
 
 
@@ -361,10 +355,7 @@ def _submit_probation(
         rated=current.rated,
         size=len(current.pair_order),
     )
-    current.score, current.rated = decided.total, current.rated + 1
-    if decided.finished:
-        current.finished_at, current.passed = now, decided.passed
-    current.save(update_fields=["score", "rated", "finished_at", "passed"])
+    progress.probation_round_rated(current, score=decided.total, passed=decided.passed, now=now)
     if decided.passed:
         progress.game_enter(profile=profile, now=now)
     elif decided.passed is False and (
